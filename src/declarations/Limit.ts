@@ -1,0 +1,5 @@
+/** At most `max` deliveries in any window of `windowMs` milliseconds. */
+export interface Limit {
+  readonly max: number;
+  readonly windowMs: number;
+}

@@ -1,0 +1,73 @@
+import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { KeyPart } from './Key';
+import { Limit } from './Limit';
+import { Missing } from './Missing';
+import { checkLimitPair, checkLimitValue } from './validateLimits';
+import { parseWindowMs, WindowInput } from './window';
+
+/**
+ * A named throttle declaration: limits, an optional key and a missing-key policy.
+ * Immutable: every builder call returns a new declaration, so one can be shared and extended safely.
+ */
+export class Throttle {
+  private constructor(
+    readonly name: string,
+    readonly limits: readonly Limit[],
+    readonly keyParts: readonly KeyPart[] | undefined,
+    readonly missing: Missing,
+  ) {
+    Object.freeze(this);
+  }
+
+  static named(name: string): Throttle {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new InvalidThrottleError(`Throttle.named(${JSON.stringify(name)}): a throttle needs a non-empty name such as 'stripe'.`);
+    }
+    return new Throttle(name, [], undefined, Missing.SharedBucket);
+  }
+
+  /** At most `max` deliveries in any window of length `window` (ms, or '250ms', '1s', '1m', '1h', '1d'). */
+  limit(max: number, window: WindowInput): Throttle {
+    const limit: Limit = Object.freeze({
+      max: checkLimitValue(this.name, max),
+      windowMs: parseWindowMs(window, `Throttle '${this.name}': limit(${max}, ${JSON.stringify(window)})`),
+    });
+    for (const existing of this.limits) checkLimitPair(this.name, existing, limit);
+    const limits = [...this.limits, limit].sort((a, b) => a.windowMs - b.windowMs);
+    return new Throttle(this.name, Object.freeze(limits), this.keyParts, this.missing);
+  }
+
+  /** Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately. */
+  key(parts: readonly KeyPart[]): Throttle {
+    if (!Array.isArray(parts) || parts.length === 0) {
+      throw new InvalidThrottleError(
+        `Throttle '${this.name}': key([]) needs at least one part, such as key([Key.data('customer')]); leave key() out for one bucket for every job.`,
+      );
+    }
+    for (const part of parts) {
+      if (!part || !['data', 'name', 'attribute'].includes((part as KeyPart).kind)) {
+        throw new InvalidThrottleError(
+          `Throttle '${this.name}': key part ${JSON.stringify(part)} is not a Key; build parts with Key.data(path), Key.name() or Key.attribute(name).`,
+        );
+      }
+    }
+    return new Throttle(this.name, this.limits, Object.freeze([...parts]), this.missing);
+  }
+
+  whenKeyMissing(policy: Missing): Throttle {
+    if (policy !== Missing.SharedBucket && policy !== Missing.Unthrottled) {
+      throw new InvalidThrottleError(
+        `Throttle '${this.name}': whenKeyMissing(${JSON.stringify(policy)}) takes Missing.SharedBucket or Missing.Unthrottled.`,
+      );
+    }
+    return new Throttle(this.name, this.limits, this.keyParts, policy);
+  }
+
+  /** Throws InvalidThrottleError unless the declaration can be used: called wherever a declaration is put to use. */
+  assertUsable(): this {
+    if (this.limits.length === 0) {
+      throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s').`);
+    }
+    return this;
+  }
+}

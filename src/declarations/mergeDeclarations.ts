@@ -1,0 +1,58 @@
+import { ThrottleConflictError } from '../errors/ThrottleConflictError';
+import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { describeKey, KeyPart, sameKey } from './Key';
+import { Limit } from './Limit';
+import { Missing, strictestMissing } from './Missing';
+import { Throttle } from './Throttle';
+
+/** What applies to a throttle name once every live declaration of it is combined. */
+export interface EffectiveThrottle {
+  readonly name: string;
+  /** Every declared limit; for one window, the smallest N. Sorted by window. */
+  readonly limits: readonly Limit[];
+  readonly keyParts: readonly KeyPart[] | undefined;
+  readonly missing: Missing;
+  /** How many declarations were combined. */
+  readonly declarations: number;
+}
+
+/**
+ * Combines same-named declarations, from any worker on any queue, into the strictest combination:
+ * every limit applies, SharedBucket beats Unthrottled, and a different key is a conflict.
+ */
+export function mergeDeclarations(declarations: readonly Throttle[]): EffectiveThrottle {
+  if (declarations.length === 0) {
+    throw new InvalidThrottleError('mergeDeclarations([]): there is nothing to merge; pass at least one declaration.');
+  }
+  const [first] = declarations;
+  const byWindow = new Map<number, number>();
+  let missing = first.missing;
+  for (const declaration of declarations) {
+    declaration.assertUsable();
+    if (declaration.name !== first.name) {
+      throw new InvalidThrottleError(
+        `mergeDeclarations: '${declaration.name}' and '${first.name}' are different throttles; merge declarations of one name at a time.`,
+      );
+    }
+    if (!sameKey(declaration.keyParts, first.keyParts)) {
+      throw new ThrottleConflictError(
+        `Throttle '${first.name}' is declared with key ${describeKey(first.keyParts)} and with key ${describeKey(declaration.keyParts)}: one name identifies one set of buckets. Give one of them another name, or declare the same key everywhere.`,
+      );
+    }
+    missing = strictestMissing(missing, declaration.missing);
+    for (const limit of declaration.limits) {
+      const known = byWindow.get(limit.windowMs);
+      byWindow.set(limit.windowMs, known === undefined ? limit.max : Math.min(known, limit.max));
+    }
+  }
+  const limits = [...byWindow.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([windowMs, max]) => Object.freeze({ max, windowMs }));
+  return Object.freeze({
+    name: first.name,
+    limits: Object.freeze(limits),
+    keyParts: first.keyParts,
+    missing,
+    declarations: declarations.length,
+  });
+}

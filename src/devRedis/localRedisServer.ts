@@ -1,0 +1,99 @@
+import { spawn, execFileSync, ChildProcess } from 'node:child_process';
+import { createServer, Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A redis-server started by this process on a free loopback port, with no persistence. */
+export interface LocalRedisServer {
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface LocalRedisOptions {
+  /** Use this port instead of a free one (to restart a server on the port it had). */
+  port?: number;
+  /** Extra redis-server arguments, e.g. ['--maxmemory', '10mb']. */
+  args?: string[];
+  binary?: string;
+}
+
+export function findRedisServerBinary(): string | undefined {
+  try {
+    return execFileSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let answer = '';
+    socket.setTimeout(500);
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => { socket.destroy(); resolve(false); });
+    socket.on('data', (chunk) => {
+      answer += chunk.toString();
+      if (answer.includes('\r\n')) { socket.destroy(); resolve(answer.startsWith('+PONG')); }
+    });
+    socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+  });
+}
+
+export async function startLocalRedisServer(options: LocalRedisOptions = {}): Promise<LocalRedisServer> {
+  const binary = options.binary ?? findRedisServerBinary();
+  if (!binary) {
+    throw new Error('No redis-server on PATH: set REDIS_URL to a Redis you run, or install Redis (Debian: apt-get install redis-server).');
+  }
+  const port = options.port ?? (await freeLoopbackPort());
+  // A private working directory so that nothing this server might write lands in the caller's tree.
+  const dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-redis-'));
+  const child: ChildProcess = spawn(binary, [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...(options.args ?? []),
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => { stderr += chunk.toString(); });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`redis-server did not start on port ${port}: ${stderr.trim() || 'no answer to PING within 10 s'}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const pid = child.pid ?? -1;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    pid,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

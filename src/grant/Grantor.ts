@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidGrantError } from '../errors/InvalidGrantError';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { LuaScript } from '../lua/scripts';
+import { ScriptRunner } from '../lua/scripts';
+import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
+import { resolveBuckets } from './resolveBuckets';
+import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
+import { Delivery, GrantResult } from './types';
+
+export interface GrantorOptions {
+  /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). */
+  connection: ConnectionInput;
+  /** Key prefix, as BullMQ's `prefix` (default 'bull'). */
+  prefix?: string;
+  /**
+   * h: how long a granted token may still be spent after it was asked for. Each grant then counts against
+   * windows of W + h, so that tokens spent up to h late still never exceed N in any window of W. Default 0.
+   */
+  leaseMs?: number;
+}
+
+/** Internal: tests swap in scripts built with a steerable clock. Not part of the public API. */
+export interface GrantorInternals {
+  scripts?: Map<string, LuaScript>;
+  extraArgs?: () => (string | number)[];
+}
+
+export interface WaitOptions {
+  /** Give up after this long (default: wait as long as it takes). */
+  maxWaitMs?: number;
+  signal?: AbortSignal;
+}
+
+/** A batch's answer with the Redis time at which it was decided. */
+export interface GrantBatch {
+  nowUs: number;
+  results: GrantResult[];
+}
+
+/**
+ * Grants deliveries against sliding-window throttles held in Redis: at most N deliveries in any window W,
+ * for every limit of every bucket, whatever the number of processes asking.
+ */
+export class Grantor {
+  readonly keys: ThrottleKeys;
+  readonly leaseMs: number;
+  private readonly connection: OwnedClient;
+  private readonly runner: ScriptRunner;
+
+  constructor(options: GrantorOptions, internals: GrantorInternals = {}) {
+    const leaseMs = options.leaseMs ?? 0;
+    if (!Number.isSafeInteger(leaseMs) || leaseMs < 0) {
+      throw new InvalidGrantError(`Grantor: leaseMs ${String(options.leaseMs)} must be a whole number of milliseconds, 0 or more.`);
+    }
+    this.leaseMs = leaseMs;
+    this.keys = new ThrottleKeys(options.prefix ?? 'bull');
+    this.connection = openClient(options.connection);
+    this.runner = new ScriptRunner(this.connection.client, internals.scripts, internals.extraArgs);
+  }
+
+  get client(): RedisClient {
+    return this.connection.client;
+  }
+
+  /** Decides each delivery in order: granted with all its tokens counted, or refused with nothing counted. */
+  async grant(deliveries: readonly Delivery[]): Promise<GrantResult[]> {
+    return (await this.grantBatch(deliveries)).results;
+  }
+
+  async grantBatch(deliveries: readonly Delivery[]): Promise<GrantBatch> {
+    const counterIndex = new Map<string, number>();
+    const counterArgs: number[] = [];
+    const keys: string[] = [];
+    const deliveryArgs: number[] = [];
+    const records: TokenRecord['throttles'][] = [];
+    for (const delivery of deliveries) {
+      const buckets = resolveBuckets(delivery);
+      const indices: number[] = [];
+      const record: { name: string; bucket: string; windows: number[] }[] = [];
+      for (const { throttle, bucket } of buckets) {
+        for (const limit of throttle.limits) {
+          const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
+          let index = counterIndex.get(key);
+          if (index === undefined) {
+            keys.push(key);
+            counterArgs.push(limit.max, limit.windowMs);
+            index = keys.length;
+            counterIndex.set(key, index);
+          } else {
+            // Two specs of one throttle in one batch: the stricter N holds for both.
+            const at = 2 * (index - 1);
+            counterArgs[at] = Math.min(counterArgs[at], limit.max);
+          }
+          indices.push(index);
+        }
+        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs) });
+      }
+      deliveryArgs.push(indices.length, ...indices);
+      records.push(record);
+    }
+    const reply = (await this.runner.run('grantDeliveries', keys, [
+      this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs,
+    ])) as number[];
+    const nowUs = Number(reply[0]);
+    const grantedAt = Math.floor(nowUs / 1000);
+    const nonce = randomBytes(9).toString('base64url');
+    const results = deliveries.map((_delivery, i): GrantResult => {
+      const retryAt = Number(reply[i + 1]);
+      if (retryAt !== 0) return { granted: false, retryAt };
+      const id = encodeTokenId({ nonce: `${nonce}.${i}`, grantUs: nowUs, leaseMs: this.leaseMs, throttles: records[i] });
+      return { granted: true, id, grantedAt };
+    });
+    return { nowUs, results };
+  }
+
+  /**
+   * Returns tokens that will not be spent: they stop counting at once. A second return of an id is a no-op,
+   * and so is returning a token whose window has passed. Resolves to how many tokens stopped counting.
+   */
+  async returnTokens(ids: readonly string[]): Promise<number> {
+    const keyIndex = new Map<string, number>();
+    const keys: string[] = [];
+    const indexOf = (key: string): number => {
+      let index = keyIndex.get(key);
+      if (index === undefined) {
+        keys.push(key);
+        index = keys.length;
+        keyIndex.set(key, index);
+      }
+      return index;
+    };
+    const args: (string | number)[] = [];
+    let groups = 0;
+    for (const id of ids) {
+      const token = decodeTokenId(id);
+      for (const { name, bucket, windows } of token.throttles) {
+        groups++;
+        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length);
+        for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
+      }
+    }
+    if (groups === 0) return 0;
+    const reply = (await this.runner.run('returnTokens', keys, [groups, ...args])) as number[];
+    return reply.slice(1).filter((returned) => Number(returned) === 1).length;
+  }
+
+  /**
+   * Grants one delivery as soon as it fits, sleeping until the moment it could (never polling), or resolves
+   * not granted once maxWaitMs has passed.
+   */
+  async wait(delivery: Delivery, options: WaitOptions = {}): Promise<GrantResult> {
+    const deadline = options.maxWaitMs === undefined ? Infinity : Date.now() + options.maxWaitMs;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const { nowUs, results } = await this.grantBatch([delivery]);
+      const [result] = results;
+      if (result.granted) return result;
+      const untilRoomMs = Math.max(1, result.retryAt - Math.floor(nowUs / 1000));
+      const leftMs = deadline - Date.now();
+      if (leftMs <= 0) return result;
+      await sleep(Math.min(untilRoomMs, leftMs), undefined, { signal: options.signal });
+    }
+  }
+
+  async close(): Promise<void> {
+    await closeClient(this.connection);
+  }
+}

@@ -1,0 +1,17 @@
+export { Throttle } from './declarations/Throttle';
+export { Key } from './declarations/Key';
+export type { KeyPart, KeyValue } from './declarations/Key';
+export { Missing } from './declarations/Missing';
+export type { Limit } from './declarations/Limit';
+export type { WindowInput } from './declarations/window';
+export { parseWindowMs } from './declarations/window';
+export { mergeDeclarations } from './declarations/mergeDeclarations';
+export type { EffectiveThrottle } from './declarations/mergeDeclarations';
+export { Grantor } from './grant/Grantor';
+export type { GrantorOptions, WaitOptions, GrantBatch } from './grant/Grantor';
+export type { Delivery, BucketRequest, GrantResult, ThrottleSpec } from './grant/types';
+export { ThrottleKeys } from './keys/ThrottleKeys';
+export { InvalidThrottleError } from './errors/InvalidThrottleError';
+export { ThrottleConflictError } from './errors/ThrottleConflictError';
+export { InvalidGrantError } from './errors/InvalidGrantError';
+export type { ConnectionInput } from './redis/connection';

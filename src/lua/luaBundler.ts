@@ -1,0 +1,54 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/**
+ * Composes a Lua script from its `--- @include "path"` lines, as bullmq's own loader does:
+ * each include is inlined once, where it is first named. Paths are relative to the including file;
+ * `bullmq/…` names a file of the installed bullmq's commands, so that our scripts can reuse its Lua
+ * (for example `bullmq/includes/prepareJobForProcessing`) rather than copy it.
+ */
+export interface BundleOptions {
+  /** Replaces an include's source, keyed by its path relative to lua/ without `.lua` (tests steer the clock this way). */
+  overrides?: Readonly<Record<string, string>>;
+}
+
+const INCLUDE = /^[ \t]*---[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*$/gm;
+
+export const LUA_DIR = resolve(__dirname, '..', '..', 'lua');
+
+let bullmqCommandsDir: string | undefined;
+function bullmqCommands(): string {
+  if (!bullmqCommandsDir) {
+    bullmqCommandsDir = join(dirname(require.resolve('bullmq/package.json')), 'dist', 'cjs', 'commands');
+  }
+  return bullmqCommandsDir;
+}
+
+function resolveInclude(name: string, fromDir: string): string {
+  const withExt = name.endsWith('.lua') ? name : `${name}.lua`;
+  if (withExt.startsWith('bullmq/')) return join(bullmqCommands(), withExt.slice('bullmq/'.length));
+  return resolve(fromDir, withExt);
+}
+
+function overrideKey(file: string): string | undefined {
+  if (!file.startsWith(LUA_DIR)) return undefined;
+  return file.slice(LUA_DIR.length + 1).replace(/\.lua$/, '');
+}
+
+export function bundleLua(file: string, options: BundleOptions = {}): string {
+  const included = new Set<string>();
+  const expand = (path: string, source: string, chain: string[]): string =>
+    source.replace(INCLUDE, (_line, name: string) => {
+      const target = resolveInclude(name, dirname(path));
+      if (chain.includes(target)) throw new Error(`Lua include cycle: ${[...chain, target].join(' -> ')}`);
+      if (included.has(target)) return '';
+      included.add(target);
+      const key = overrideKey(target);
+      const override = key === undefined ? undefined : options.overrides?.[key];
+      if (override === undefined && !existsSync(target)) {
+        throw new Error(`${path} includes "${name}", but ${target} does not exist.`);
+      }
+      return expand(target, override ?? readFileSync(target, 'utf8'), [...chain, target]);
+    });
+  return expand(file, readFileSync(file, 'utf8'), [file]);
+}

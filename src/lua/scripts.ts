@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis, Cluster } from 'ioredis';
+import { bundleLua, BundleOptions, LUA_DIR } from './luaBundler';
+
+export interface LuaScript {
+  /** The script's name in lua/, e.g. 'grantDeliveries'. */
+  readonly name: string;
+  /** undefined for scripts that take a variable number of keys (the caller passes numkeys first). */
+  readonly numberOfKeys: number | undefined;
+  readonly lua: string;
+  /** The ioredis command it is registered under: versioned by content, so two versions can share a connection. */
+  readonly command: string;
+}
+
+const FILE_NAME = /^([a-zA-Z][a-zA-Z0-9]*)-(\d+|n)\.lua$/;
+
+export function loadLuaScripts(options: BundleOptions = {}): Map<string, LuaScript> {
+  const scripts = new Map<string, LuaScript>();
+  for (const file of readdirSync(LUA_DIR)) {
+    const match = FILE_NAME.exec(file);
+    if (!match) continue;
+    const lua = bundleLua(join(LUA_DIR, file), options);
+    const version = createHash('sha1').update(lua).digest('hex').slice(0, 10);
+    scripts.set(match[1], {
+      name: match[1],
+      numberOfKeys: match[2] === 'n' ? undefined : Number(match[2]),
+      lua,
+      command: `bullmqThrottle_${match[1]}_${version}`,
+    });
+  }
+  return scripts;
+}
+
+let productionScripts: Map<string, LuaScript> | undefined;
+export function defaultLuaScripts(): Map<string, LuaScript> {
+  productionScripts ??= loadLuaScripts();
+  return productionScripts;
+}
+
+type Client = Redis | Cluster;
+type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
+
+/** Runs the named scripts on one connection, registering each with defineCommand on first use. */
+export class ScriptRunner {
+  constructor(
+    private readonly client: Client,
+    private readonly scripts: Map<string, LuaScript> = defaultLuaScripts(),
+    /** Appended to every call's ARGV: only test builds of the scripts read it. */
+    private readonly extraArgs: () => (string | number)[] = () => [],
+  ) {}
+
+  run(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const script = this.scripts.get(name);
+    if (!script) throw new Error(`No Lua script named '${name}' in ${LUA_DIR}.`);
+    const client = this.client as unknown as Record<string, ScriptCall | undefined>;
+    if (typeof client[script.command] !== 'function') {
+      this.client.defineCommand(script.command, { lua: script.lua, numberOfKeys: script.numberOfKeys });
+    }
+    const call = client[script.command] as ScriptCall;
+    const extra = this.extraArgs();
+    return script.numberOfKeys === undefined
+      ? call.call(this.client, keys.length, ...keys, ...args, ...extra)
+      : call.call(this.client, ...keys, ...args, ...extra);
+  }
+}
