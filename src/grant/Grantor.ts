@@ -117,9 +117,14 @@ export class Grantor {
 
   /**
    * Returns tokens that will not be spent: they stop counting at once. A second return of an id is a no-op,
-   * and so is returning a token whose window has passed. Resolves to how many tokens stopped counting.
+   * and so is returning a token whose window has passed. Resolves to how many (token, throttle) counts stopped.
    */
   async returnTokens(ids: readonly string[]): Promise<number> {
+    return (await this.returnBatch(ids)).returned.filter(Boolean).length;
+  }
+
+  /** As returnTokens, with the Redis time of the return and one verdict per (token, throttle) in order. */
+  async returnBatch(ids: readonly string[]): Promise<{ nowUs: number; returned: boolean[] }> {
     const keyIndex = new Map<string, number>();
     const keys: string[] = [];
     const indexOf = (key: string): number => {
@@ -133,17 +138,16 @@ export class Grantor {
     };
     const args: (string | number)[] = [];
     let groups = 0;
-    for (const id of ids) {
-      const token = decodeTokenId(id);
+    for (const token of ids.map(decodeTokenId)) {
       for (const { name, bucket, windows } of token.throttles) {
         groups++;
         args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length);
         for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
       }
     }
-    if (groups === 0) return 0;
+    if (groups === 0) return { nowUs: 0, returned: [] };
     const reply = (await this.runner.run('returnTokens', keys, [groups, ...args])) as number[];
-    return reply.slice(1).filter((returned) => Number(returned) === 1).length;
+    return { nowUs: Number(reply[0]), returned: reply.slice(1).map((verdict) => Number(verdict) === 1) };
   }
 
   /**
