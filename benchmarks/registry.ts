@@ -1,0 +1,13 @@
+import { bucketMemory } from './bucketMemory';
+import { grantThroughput } from './grantThroughput';
+import type { Benchmark } from './types';
+
+/**
+ * Every benchmark `npm run bench` knows, in the order they run. To add one (BullMQ worker throughput,
+ * accuracy against BullMQ's limiter, head-of-line latency, stats latency, ...), write a module under
+ * benchmarks/ exporting a Benchmark and list it here.
+ */
+export const benchmarks: readonly Benchmark[] = [
+  grantThroughput,
+  bucketMemory,
+];
