@@ -47,23 +47,15 @@ for g = 1, groups do
   local matters = 0
   for j = 1, c do
     local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j]))
-    local releasedMs = math.ceil(releaseIndex(counter, grantUs, leaseMs) * counter.slot / 1000)
+    local k = slotOf(counter, grantUs, leaseMs)
+    local releasedMs = math.ceil(k * counter.slot / 1000)
     if releasedMs > matters then matters = releasedMs end
   end
   local returned = 0
   if matters > nowMs and rcall('ZADD', setKey, 'NX', matters, nonce) == 1 then
-    returned = 1
     for j = 1, c do
       local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j]))
-      local k = releaseIndex(counter, grantUs, leaseMs)
-      if k * counter.slot > now then
-        local left = rcall('HINCRBY', counter.key, k, -1)
-        if left <= 0 then rcall('HDEL', counter.key, k) end
-        if left >= 0 then
-          counter.n = counter.n - 1
-          counter.dirty = true
-        end
-      end
+      if removeToken(counter, grantUs, leaseMs, now) then returned = 1 end
     end
     local expiresAt = tonumber(rcall('ZRANGE', setKey, -1, -1, 'WITHSCORES')[2])
     rcall('PEXPIREAT', setKey, expiresAt)

@@ -26,7 +26,7 @@ export function mostReleaseIndices(max: number, windowMs: number): number {
 
 /**
  * Writes, with HSET, the largest hash windowCounter.lua can leave for N per W: n, lo, hi and the most
- * release indices, N tokens shared among them. Resolves to the number of release-index fields.
+ * release indices, N tokens shared among them, each slot's value as wide as it can be. Resolves to the number of release-index fields.
  */
 export async function constructWorstCaseCounter(redis: Redis, key: string, max: number, windowMs: number): Promise<number> {
   const [seconds, micros] = await redis.time();
@@ -35,7 +35,9 @@ export async function constructWorstCaseCounter(redis: Redis, key: string, max: 
   const indices = mostReleaseIndices(max, windowMs);
   const fields: (string | number)[] = ['n', max, 'lo', due + 1, 'hi', due + indices];
   for (let i = 0; i < indices; i++) {
-    fields.push(due + 1 + i, Math.floor(((i + 1) * max) / indices) - Math.floor((i * max) / indices));
+    const count = Math.floor(((i + 1) * max) / indices) - Math.floor((i * max) / indices);
+    // Stored as count * scale + the slot's latest release offset (ms), scale = slot + 1: the widest value.
+    fields.push(due + 1 + i, count * (slot + 1) + slot);
   }
   await redis.hset(key, ...fields);
   await redis.pexpire(key, windowMs + slot);

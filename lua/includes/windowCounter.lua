@@ -1,103 +1,163 @@
 --[[
   A sliding-window counter for one limit of one bucket, held in one HASH:
     n   tokens still counted
-    lo  lowest release index that may still hold tokens
-    hi  highest release index holding tokens (the key expires when it is released)
-    <k> tokens that stop counting at time k * slot (a release index)
+    lo  lowest slot index that may still hold tokens
+    hi  highest slot index holding tokens (the key expires once that slot is released)
+    <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot], stored as
+        count * scale + o, where (k - 1) * slot + o ms is the latest release time among them
 
-  A token granted at g with lease h is filed under k = ceil((g + W + h) / slot): it is released at or after
-  g + W + h, never before, so the count only errs on the safe side. With slot = W / SLOTS_PER_WINDOW,
-  a saturated bucket sustains at least N / (W + h + slot), and the hash holds at most (W + h) / slot + 4 fields
-  whatever N is.
+  A token granted at g with lease h is released at r = g + W + h. Its slot releases all its tokens at the
+  latest r among them, never before any of them, so a count only ever errs on the safe side, and by less
+  than one slot (W / SLOTS_PER_WINDOW) at worst; tokens granted together (the usual case under a backlog)
+  are released almost exactly on time. The hash holds at most (W + h) / slot + 4 fields whatever N is.
   The including script defines `local rcall = redis.call`.
 ]]
 local SLOTS_PER_WINDOW = 110
--- Past this many empty indices a sweep reads the whole hash instead of walking index by index.
+-- Past this many slots a sweep reads the whole hash instead of walking slot by slot.
 local WALK_LIMIT = 48
 
-local function slotUsFor(windowMs)
+local function newCounter(key, max, windowMs)
   local slotMs = math.floor(windowMs / SLOTS_PER_WINDOW)
   if slotMs < 1 then slotMs = 1 end
-  return slotMs * 1000
+  return {
+    key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
+    n = 0, lo = nil, hi = nil, added = {}, dirty = false,
+  }
 end
 
-local function releaseIndex(counter, grantUs, leaseMs)
-  return math.ceil((grantUs + (counter.windowMs + leaseMs) * 1000) / counter.slot)
+-- The slot of a token granted at grantUs, and its release time as an offset (ms, rounded up) into that slot.
+local function slotOf(counter, grantUs, leaseMs)
+  local releaseUs = grantUs + (counter.windowMs + leaseMs) * 1000
+  local k = math.ceil(releaseUs / counter.slot)
+  return k, math.ceil((releaseUs - (k - 1) * counter.slot) / 1000)
 end
 
--- Drops every release index <= due (released by now), keeping n in step.
+local function releaseUsOf(counter, k, value)
+  return (k - 1) * counter.slot + (value % counter.scale) * 1000
+end
+
+-- Drops every slot released by now, keeping n in step.
 local function sweepCounter(counter, nowUs)
-  local due = math.floor(nowUs / counter.slot)
-  if counter.lo == nil or counter.lo > due then return end
+  if counter.lo == nil then return end
   local key = counter.key
+  local due = math.floor(nowUs / counter.slot)
   if counter.hi <= due then
     rcall('DEL', key)
     counter.n, counter.lo, counter.hi = 0, nil, nil
     return
   end
   local removed = {}
-  if due - counter.lo > WALK_LIMIT then
-    local flat = rcall('HGETALL', key)
-    for i = 1, #flat, 2 do
-      local k = tonumber(flat[i])
-      if k and k <= due then
-        counter.n = counter.n - tonumber(flat[i + 1])
-        removed[#removed + 1] = flat[i]
+  local function drop(k, value)
+    counter.n = counter.n - math.floor(value / counter.scale)
+    removed[#removed + 1] = k
+  end
+  if due >= counter.lo then
+    if due - counter.lo > WALK_LIMIT then
+      local flat = rcall('HGETALL', key)
+      for i = 1, #flat, 2 do
+        local k = tonumber(flat[i])
+        if k and k <= due then drop(k, tonumber(flat[i + 1])) end
+      end
+    else
+      for k = counter.lo, due do
+        local value = rcall('HGET', key, k)
+        if value then drop(k, tonumber(value)) end
       end
     end
-  else
-    for k = counter.lo, due do
-      local count = rcall('HGET', key, k)
-      if count then
-        counter.n = counter.n - tonumber(count)
-        removed[#removed + 1] = k
-      end
-    end
+    counter.lo = due + 1
+    counter.dirty = true
+  end
+  -- The slot now runs through may already be past its latest release time.
+  local current = rcall('HGET', key, due + 1)
+  if current and releaseUsOf(counter, due + 1, tonumber(current)) <= nowUs then
+    drop(due + 1, tonumber(current))
+    counter.lo = due + 2
+    counter.dirty = true
   end
   if #removed > 0 then rcall('HDEL', key, unpack(removed)) end
-  counter.lo = due + 1
-  counter.dirty = true
 end
 
 local function loadCounter(key, max, windowMs, nowUs)
+  local counter = newCounter(key, max, windowMs)
   local stored = rcall('HMGET', key, 'n', 'lo', 'hi')
-  local counter = {
-    key = key, max = max, windowMs = windowMs, slot = slotUsFor(windowMs),
-    n = tonumber(stored[1]) or 0, lo = tonumber(stored[2]), hi = tonumber(stored[3]),
-    added = {}, dirty = false,
-  }
+  counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
   sweepCounter(counter, nowUs)
   return counter
 end
 
-local function addToken(counter, k)
-  counter.added[k] = (counter.added[k] or 0) + 1
+local function addToken(counter, grantUs, leaseMs)
+  local k, offsetMs = slotOf(counter, grantUs, leaseMs)
+  local added = counter.added[k]
+  if added == nil then
+    counter.added[k] = { count = 1, offsetMs = offsetMs }
+  else
+    added.count = added.count + 1
+    if offsetMs > added.offsetMs then added.offsetMs = offsetMs end
+  end
   counter.n = counter.n + 1
   if counter.lo == nil or k < counter.lo then counter.lo = k end
   if counter.hi == nil or k > counter.hi then counter.hi = k end
   counter.dirty = true
 end
 
--- The earliest time (us) at which the counter holds at most max - 1 tokens, given what is counted now.
-local function roomAtUs(counter)
-  local excess = counter.n - counter.max + 1
-  if excess <= 0 then return 0 end
-  local counts = {}
+-- The stored and just-added slots as { k, count, releaseUs }, earliest first.
+local function slotsInOrder(counter)
+  local slots = {}
   local flat = rcall('HGETALL', counter.key)
   for i = 1, #flat, 2 do
     local k = tonumber(flat[i])
-    if k and flat[i] ~= 'n' and flat[i] ~= 'lo' and flat[i] ~= 'hi' then counts[k] = tonumber(flat[i + 1]) end
+    if k then
+      local value = tonumber(flat[i + 1])
+      slots[k] = { count = math.floor(value / counter.scale), releaseUs = releaseUsOf(counter, k, value) }
+    end
   end
-  for k, c in pairs(counter.added) do counts[k] = (counts[k] or 0) + c end
+  for k, added in pairs(counter.added) do
+    local releaseUs = (k - 1) * counter.slot + added.offsetMs * 1000
+    local slot = slots[k]
+    if slot == nil then
+      slots[k] = { count = added.count, releaseUs = releaseUs }
+    else
+      slot.count = slot.count + added.count
+      if releaseUs > slot.releaseUs then slot.releaseUs = releaseUs end
+    end
+  end
   local order = {}
-  for k in pairs(counts) do order[#order + 1] = k end
-  table.sort(order)
+  for k, slot in pairs(slots) do order[#order + 1] = { k = k, count = slot.count, releaseUs = slot.releaseUs } end
+  table.sort(order, function(a, b) return a.k < b.k end)
+  return order
+end
+
+-- The earliest time (us) at which the counter holds at most max - 1 tokens, given what is counted now.
+-- A full counter takes no more tokens within a script, so its answer is worked out once per script.
+local function roomAtUs(counter)
+  local excess = counter.n - counter.max + 1
+  if excess <= 0 then return 0 end
+  if counter.roomAtUs then return counter.roomAtUs end
+  counter.roomAtUs = counter.hi * counter.slot
   local released = 0
-  for _, k in ipairs(order) do
-    released = released + counts[k]
-    if released >= excess then return k * counter.slot end
+  for _, slot in ipairs(slotsInOrder(counter)) do
+    released = released + slot.count
+    if released >= excess then
+      counter.roomAtUs = slot.releaseUs
+      break
+    end
   end
-  return counter.hi * counter.slot
+  return counter.roomAtUs
+end
+
+-- Stops counting one token granted at grantUs; false when it was no longer counted.
+local function removeToken(counter, grantUs, leaseMs, nowUs)
+  local k = slotOf(counter, grantUs, leaseMs)
+  local value = tonumber(rcall('HGET', counter.key, k))
+  if value == nil or value < counter.scale or releaseUsOf(counter, k, value) <= nowUs then return false end
+  if value < 2 * counter.scale then
+    rcall('HDEL', counter.key, k)
+  else
+    rcall('HSET', counter.key, k, value - counter.scale)
+  end
+  counter.n = counter.n - 1
+  counter.dirty = true
+  return true
 end
 
 local function saveCounter(counter)
@@ -107,7 +167,12 @@ local function saveCounter(counter)
     rcall('DEL', key)
     return
   end
-  for k, c in pairs(counter.added) do rcall('HINCRBY', key, k, c) end
+  for k, added in pairs(counter.added) do
+    local value = tonumber(rcall('HGET', key, k)) or 0
+    local offsetMs = value % counter.scale
+    if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
+    rcall('HSET', key, k, (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
+  end
   rcall('HSET', key, 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi)
   rcall('PEXPIREAT', key, math.ceil(counter.hi * counter.slot / 1000))
 end

@@ -1,6 +1,7 @@
 /**
- * A reference model of the window counters in plain TypeScript, as small as it can be: each counter is a map
- * from release index to tokens. The property test holds the Lua scripts to it decision by decision.
+ * A reference model of the window counters in plain TypeScript, as small as it can be: each counter maps a
+ * slot to its token count and the latest release time among them. The property test holds the Lua
+ * scripts to it decision by decision.
  */
 export const SLOTS_PER_WINDOW = 110;
 
@@ -8,8 +9,12 @@ export function slotUs(windowMs: number): number {
   return Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW)) * 1000;
 }
 
-export function releaseIndex(windowMs: number, grantUs: number, leaseMs: number): number {
-  return Math.ceil((grantUs + (windowMs + leaseMs) * 1000) / slotUs(windowMs));
+/** A token's slot, and the slot's release time once the token is in it (at least the token's own). */
+export function slotOf(windowMs: number, grantUs: number, leaseMs: number): { k: number; releaseUs: number } {
+  const releaseUs = grantUs + (windowMs + leaseMs) * 1000;
+  const k = Math.ceil(releaseUs / slotUs(windowMs));
+  const offsetMs = Math.ceil((releaseUs - (k - 1) * slotUs(windowMs)) / 1000);
+  return { k, releaseUs: (k - 1) * slotUs(windowMs) + offsetMs * 1000 };
 }
 
 export interface ModelCounterRef {
@@ -18,32 +23,32 @@ export interface ModelCounterRef {
   windowMs: number;
 }
 
+interface Slot { count: number; releaseUs: number }
+
 export class ReferenceModel {
-  private readonly counters = new Map<string, Map<number, number>>();
+  private readonly counters = new Map<string, Map<number, Slot>>();
   private readonly returned = new Map<string, Map<string, number>>();
 
   constructor(private readonly leaseMs: number) {}
 
-  private counter(key: string): Map<number, number> {
-    let counter = this.counters.get(key);
-    if (!counter) this.counters.set(key, (counter = new Map()));
-    return counter;
+  private live(key: string, nowUs: number): [number, Slot][] {
+    const counter = this.counters.get(key) ?? new Map<number, Slot>();
+    this.counters.set(key, counter);
+    for (const [k, slot] of counter) if (slot.releaseUs <= nowUs || slot.count === 0) counter.delete(k);
+    return [...counter].sort(([a], [b]) => a - b);
   }
 
-  counted(ref: ModelCounterRef, nowUs: number): number {
-    let n = 0;
-    for (const [k, c] of this.counter(ref.key)) if (k * slotUs(ref.windowMs) > nowUs) n += c;
-    return n;
+  counted(key: string, nowUs: number): number {
+    return this.live(key, nowUs).reduce((n, [, slot]) => n + slot.count, 0);
   }
 
   private roomAtUs(ref: ModelCounterRef, nowUs: number): number {
-    const excess = this.counted(ref, nowUs) - ref.max + 1;
+    const excess = this.counted(ref.key, nowUs) - ref.max + 1;
     if (excess <= 0) return 0;
-    const live = [...this.counter(ref.key)].filter(([k]) => k * slotUs(ref.windowMs) > nowUs).sort(([a], [b]) => a - b);
     let released = 0;
-    for (const [k, c] of live) {
-      released += c;
-      if (released >= excess) return k * slotUs(ref.windowMs);
+    for (const [, slot] of this.live(ref.key, nowUs)) {
+      released += slot.count;
+      if (released >= excess) return slot.releaseUs;
     }
     throw new Error('unreachable: a full counter always frees up');
   }
@@ -51,11 +56,12 @@ export class ReferenceModel {
   /** 0 for granted, else retryAt in ms: the same reply as grantDeliveries. */
   grant(nowUs: number, deliveries: ModelCounterRef[][]): number[] {
     return deliveries.map((refs) => {
-      if (refs.every((ref) => this.counted(ref, nowUs) < ref.max)) {
+      if (refs.every((ref) => this.counted(ref.key, nowUs) < ref.max)) {
         for (const ref of refs) {
-          const k = releaseIndex(ref.windowMs, nowUs, this.leaseMs);
-          const counter = this.counter(ref.key);
-          counter.set(k, (counter.get(k) ?? 0) + 1);
+          const { k, releaseUs } = slotOf(ref.windowMs, nowUs, this.leaseMs);
+          const counter = this.counters.get(ref.key)!;
+          const slot = counter.get(k) ?? { count: 0, releaseUs };
+          counter.set(k, { count: slot.count + 1, releaseUs: Math.max(slot.releaseUs, releaseUs) });
         }
         return 0;
       }
@@ -64,23 +70,24 @@ export class ReferenceModel {
     });
   }
 
-  /** 1 when the token's counts in this throttle stopped now, 0 when returned before or no longer counted. */
+  /** 1 when some of the token's counts in this throttle stopped now, 0 when returned before or no longer counted. */
   returnToken(nowUs: number, setKey: string, nonce: string, grantUs: number, leaseMs: number, refs: { key: string; windowMs: number }[]): number {
     const nowMs = Math.floor(nowUs / 1000);
-    let set = this.returned.get(setKey);
-    if (!set) this.returned.set(setKey, (set = new Map()));
+    const set = this.returned.get(setKey) ?? new Map<string, number>();
+    this.returned.set(setKey, set);
     for (const [member, expiry] of set) if (expiry <= nowMs) set.delete(member);
-    const matters = Math.max(...refs.map((ref) => Math.ceil((releaseIndex(ref.windowMs, grantUs, leaseMs) * slotUs(ref.windowMs)) / 1000)));
+    const matters = Math.max(...refs.map((ref) => Math.ceil((slotOf(ref.windowMs, grantUs, leaseMs).k * slotUs(ref.windowMs)) / 1000)));
     if (matters <= nowMs || set.has(nonce)) return 0;
     set.set(nonce, matters);
+    let returned = 0;
     for (const ref of refs) {
-      const k = releaseIndex(ref.windowMs, grantUs, leaseMs);
-      const counter = this.counter(ref.key);
-      const c = counter.get(k) ?? 0;
-      if (k * slotUs(ref.windowMs) > nowUs && c > 0) {
-        if (c === 1) counter.delete(k); else counter.set(k, c - 1);
+      const { k } = slotOf(ref.windowMs, grantUs, leaseMs);
+      const slot = new Map(this.live(ref.key, nowUs)).get(k);
+      if (slot && slot.count > 0) {
+        slot.count -= 1;
+        returned = 1;
       }
     }
-    return 1;
+    return returned;
   }
 }
