@@ -161,7 +161,7 @@ export class Grantor {
       const { nowUs, results } = await this.grantBatch([delivery]);
       const [result] = results;
       if (result.granted) return result;
-      const untilRoomMs = Math.max(1, result.retryAt - Math.floor(nowUs / 1000));
+      const untilRoomMs = Math.max(1, Math.ceil(result.retryAt - nowUs / 1000));
       const leftMs = deadline - Date.now();
       if (leftMs <= 0) return result;
       await sleep(Math.min(untilRoomMs, leftMs), undefined, { signal: options.signal });
