@@ -3,7 +3,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { describeKey, KeyPart, sameKey } from './Key';
 import { Limit } from './Limit';
 import { Missing, strictestMissing } from './Missing';
-import { Throttle } from './Throttle';
+import { ThrottleSpec } from './ThrottleSpec';
 
 /** What applies to a throttle name once every live declaration of it is combined. */
 export interface EffectiveThrottle {
@@ -20,7 +20,7 @@ export interface EffectiveThrottle {
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
  * every limit applies, SharedBucket beats Unthrottled, and a different key is a conflict.
  */
-export function mergeDeclarations(declarations: readonly Throttle[]): EffectiveThrottle {
+export function mergeDeclarations(declarations: readonly ThrottleSpec[]): EffectiveThrottle {
   if (declarations.length === 0) {
     throw new InvalidThrottleError('mergeDeclarations([]): there is nothing to merge; pass at least one declaration.');
   }
@@ -28,7 +28,9 @@ export function mergeDeclarations(declarations: readonly Throttle[]): EffectiveT
   const byWindow = new Map<number, number>();
   let missing = first.missing;
   for (const declaration of declarations) {
-    declaration.assertUsable();
+    if (declaration.limits.length === 0) {
+      throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s').`);
+    }
     if (declaration.name !== first.name) {
       throw new InvalidThrottleError(
         `mergeDeclarations: '${declaration.name}' and '${first.name}' are different throttles; merge declarations of one name at a time.`,

@@ -1,14 +1,7 @@
-import { KeyPart, KeyValue } from '../declarations/Key';
-import { Limit } from '../declarations/Limit';
-import { Missing } from '../declarations/Missing';
+import { KeyValue } from '../declarations/Key';
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
 
-/** What a grant needs of a throttle: a Throttle declaration, or the EffectiveThrottle of several merged. */
-export interface ThrottleSpec {
-  readonly name: string;
-  readonly limits: readonly Limit[];
-  readonly keyParts: readonly KeyPart[] | undefined;
-  readonly missing: Missing;
-}
+export type { ThrottleSpec };
 
 /** One bucket a delivery draws from: an unkeyed throttle, or a keyed one with its key values (absent = missing). */
 export interface BucketRequest {

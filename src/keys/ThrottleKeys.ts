@@ -1,16 +1,25 @@
 import { encodeSegment } from './keyEncoding';
 
 /**
- * Owns every Redis key name the package writes. All keys of one throttle share the hash tag
- * `{<encoded name>}`, so a throttle's scripts touch one cluster slot. The namespace `<prefix>::throttle`
- * cannot be a BullMQ queue's key, since BullMQ queue names are never empty.
+ * Owns every Redis key name the package writes.
+ *
+ * Throttle keys live under `<prefix>::throttle:{<name>}`, one hash tag per throttle, so a throttle's own
+ * scripts touch one cluster slot. Per-queue scheduler keys live under `<prefix>::queue:{<queue>}`. The
+ * `<prefix>::` namespace cannot hold a BullMQ queue's keys, since BullMQ queue names are never empty.
+ *
+ * The delivery script composes per-class and per-bucket keys inside Lua from `throttlePrefix` and
+ * `queueBase` with exactly the layout below (see lua/includes/schedulerKeys.lua); change both together.
  */
 export class ThrottleKeys {
   constructor(readonly prefix: string) {}
 
-  /** Everything of one throttle starts with this. */
+  /** What every throttle's base starts with; the Lua side appends `{<encoded name>}`. */
+  get throttlePrefix(): string {
+    return `${this.prefix}::throttle:`;
+  }
+
   throttleBase(name: string): string {
-    return `${this.prefix}::throttle:{${encodeSegment(name)}}`;
+    return `${this.throttlePrefix}{${encodeSegment(name)}}`;
   }
 
   /** HASH: the sliding-window counter of one limit (by its window) of one bucket. */
@@ -22,4 +31,58 @@ export class ThrottleKeys {
   returnedTokens(name: string): string {
     return `${this.throttleBase(name)}:returned`;
   }
+
+  /** HASH windowMs -> N: the effective limits of a throttle, merged from every live declaration. */
+  effectiveLimits(name: string): string {
+    return `${this.throttleBase(name)}:limits`;
+  }
+
+  /** HASH workerId -> declaration JSON, and ZSET workerId -> expiry: every live ThrottledWorker's declarations. */
+  get registryDeclarations(): string {
+    return `${this.prefix}::registry:{declarations}:entries`;
+  }
+
+  get registryAlive(): string {
+    return `${this.prefix}::registry:{declarations}:alive`;
+  }
+
+  queueBase(queue: string): string {
+    return `${this.prefix}::queue:{${encodeSegment(queue)}}`;
+  }
+
+  /** The keys of one queue's scheduler state. */
+  queue(queue: string): QueueThrottleKeys {
+    const base = this.queueBase(queue);
+    return {
+      base,
+      ready: `${base}:ready`,
+      wakeups: `${base}:wakeups`,
+      state: `${base}:state`,
+      classes: `${base}:classes`,
+      stale: `${base}:stale`,
+      intake: `${base}:intake`,
+      classJobs: (member: string) => `${base}:c:${member}`,
+      waiters: (bucketId: string) => `${base}:w:${bucketId}`,
+    };
+  }
+}
+
+export interface QueueThrottleKeys {
+  readonly base: string;
+  /** ZSET class -> order of its first held job: classes that may have room. */
+  readonly ready: string;
+  /** ZSET bucket id -> ms (Redis clock) when that full bucket next has room and its waiters are worth retrying. */
+  readonly wakeups: string;
+  /** HASH: gen and config (the queue's effective throttles), held (jobs held), fifo/lifo order counters. */
+  readonly state: string;
+  /** SET of every class holding jobs. */
+  readonly classes: string;
+  /** SET of classes of an older config generation, waiting to be reclassified. */
+  readonly stale: string;
+  /** ZSET job id -> lease expiry: jobs taken from wait for classification, not yet placed. */
+  readonly intake: string;
+  /** ZSET job id -> order: the jobs held in one class (the set of buckets they draw from). */
+  classJobs(member: string): string;
+  /** ZSET class -> order: classes waiting for one full bucket. */
+  waiters(bucketId: string): string;
 }

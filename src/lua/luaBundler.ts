@@ -12,7 +12,7 @@ export interface BundleOptions {
   overrides?: Readonly<Record<string, string>>;
 }
 
-const INCLUDE = /^[ \t]*---[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*$/gm;
+const INCLUDE = /^[ \t]*-{2,3}[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*$/gm;
 
 export const LUA_DIR = resolve(__dirname, '..', '..', 'lua');
 

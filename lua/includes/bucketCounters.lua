@@ -1,0 +1,63 @@
+--[[
+  The window counters of throttle buckets within one script run: each limit's counter is loaded once
+  (and swept), shared by every class that draws from it, and saved once at the end.
+  Needs includes/windowCounter and includes/schedulerKeys.
+]]
+local limitsCache = {}
+local counterCache = {}
+local counterList = {}
+
+-- The throttle's effective limits as { { max, windowMs } }, or nil when no live worker declares it.
+local function throttleLimits(throttlePrefix, encodedName)
+  local cached = limitsCache[encodedName]
+  if cached == nil then
+    local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
+    cached = {}
+    for i = 1, #flat, 2 do cached[#cached + 1] = { windowMs = tonumber(flat[i]), max = tonumber(flat[i + 1]) } end
+    limitsCache[encodedName] = cached
+  end
+  if #cached == 0 then return nil end
+  return cached
+end
+
+-- Every counter of one bucket, or nil when its throttle has no limits.
+local function bucketCounters(throttlePrefix, bucket, nowUs)
+  local limits = throttleLimits(throttlePrefix, bucket.name)
+  if limits == nil then return nil end
+  local counters = {}
+  for _, limit in ipairs(limits) do
+    local key = counterKey(throttlePrefix, bucket.name, bucket.bucket, limit.windowMs)
+    local counter = counterCache[key]
+    if counter == nil then
+      counter = loadCounter(key, limit.max, limit.windowMs, nowUs)
+      counterCache[key] = counter
+      counterList[#counterList + 1] = counter
+    end
+    counters[#counters + 1] = counter
+  end
+  return counters
+end
+
+-- Tokens the bucket could still grant now (the tightest of its limits).
+local function bucketRoom(counters)
+  local room = nil
+  for _, counter in ipairs(counters) do
+    local left = counter.max - counter.n
+    if room == nil or left < room then room = left end
+  end
+  return room or 0
+end
+
+-- When the bucket next has room for one more (us), 0 when it has room now.
+local function bucketRoomAtUs(counters)
+  local at = 0
+  for _, counter in ipairs(counters) do
+    local roomAt = roomAtUs(counter)
+    if roomAt > at then at = roomAt end
+  end
+  return at
+end
+
+local function saveBucketCounters()
+  for _, counter in ipairs(counterList) do saveCounter(counter) end
+end

@@ -1,0 +1,42 @@
+--[[
+  Keys and names of the delivery scheduler, composed exactly as src/keys/ThrottleKeys.ts composes them.
+
+  A class is the set of buckets a job draws from, named "<gen>/<buckets>": <gen> is the queue's config
+  generation, <buckets> is "*" (no bucket) or "<encoded throttle>=<bucket>" joined by "|", sorted.
+  A bucket id is one "<encoded throttle>=<bucket>".
+]]
+local function classJobsKey(queueBase, member)
+  return queueBase .. ':c:' .. member
+end
+
+local function waitersKey(queueBase, bucketId)
+  return queueBase .. ':w:' .. bucketId
+end
+
+local function limitsKey(throttlePrefix, encodedName)
+  return throttlePrefix .. '{' .. encodedName .. '}:limits'
+end
+
+local function counterKey(throttlePrefix, encodedName, bucket, windowMs)
+  return throttlePrefix .. '{' .. encodedName .. '}:b:' .. bucket .. ':' .. windowMs
+end
+
+-- "<gen>/<a>=<x>|<b>=<y>" -> gen, { { id = "a=x", name = "a", bucket = "x" }, ... }
+local function parseClass(member)
+  local slash = string.find(member, '/', 1, true)
+  local gen = string.sub(member, 1, slash - 1)
+  local rest = string.sub(member, slash + 1)
+  local buckets = {}
+  if rest ~= '*' then
+    for id in string.gmatch(rest, '[^|]+') do
+      local eq = string.find(id, '=', 1, true)
+      buckets[#buckets + 1] = { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1) }
+    end
+  end
+  return gen, buckets
+end
+
+local function parseBucketId(id)
+  local eq = string.find(id, '=', 1, true)
+  return { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1) }
+end

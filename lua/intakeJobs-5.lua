@@ -1,0 +1,49 @@
+--[[
+  Takes jobs that producers added (wait, then prioritized, head first) for classification: each moves
+  into the intake set with a lease, and its fields come back so that the worker can work out the buckets
+  it draws from. A lease that expires (its worker died) puts the job back at the front of wait.
+
+  Input:
+    KEYS[1] wait   KEYS[2] prioritized   KEYS[3] intake (ZSET id -> lease expiry ms)   KEYS[4] meta
+    KEYS[5] marker
+    ARGV[1] bullmq key prefix of the queue   ARGV[2] most jobs to take   ARGV[3] lease (ms)
+    (test builds read one more trailing ARGV, a clock offset in ms)
+
+  Output:
+    { nowUs, n, then per job: id, name, data, opts, priority, stored attributes (or false) }
+]]
+local rcall = redis.call
+
+--- @include "includes/nowUs"
+--- @include "bullmq/includes/isQueuePaused"
+
+local waitKey, prioritizedKey, intakeKey, metaKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local jobPrefix, most, leaseMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = nowUs()
+local nowMs = math.floor(now / 1000)
+
+local expired = rcall('ZRANGEBYSCORE', intakeKey, '-inf', nowMs, 'LIMIT', 0, most)
+for _, jobId in ipairs(expired) do
+  rcall('ZREM', intakeKey, jobId)
+  rcall('RPUSH', waitKey, jobId)
+end
+if #expired > 0 then rcall('ZADD', markerKey, 0, '0') end
+
+local reply = { now, 0 }
+if isQueuePaused(metaKey) then return reply end
+local taken = 0
+while taken < most do
+  local jobId = rcall('RPOP', waitKey)
+  if not jobId then
+    local popped = rcall('ZPOPMIN', prioritizedKey)
+    jobId = popped[1]
+  end
+  if not jobId then break end
+  rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)
+  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'opts', 'priority', 'tha')
+  reply[#reply + 1] = jobId
+  for i = 1, 5 do reply[#reply + 1] = fields[i] end
+  taken = taken + 1
+end
+reply[2] = taken
+return reply

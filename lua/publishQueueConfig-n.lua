@@ -1,0 +1,29 @@
+--[[
+  Publishes what the live declarations add up to: each throttle's effective limits (shared by every
+  queue that uses the throttle) and a queue's throttle set with its config generation. Limits are
+  replaced whole, so a raised or lowered N applies from the next grant.
+
+  Input:
+    KEYS[1]     the queue's state (HASH)
+    KEYS[2..]   one limits key (HASH window ms -> N) per throttle
+    ARGV[1] generation ('' leaves the queue's config as it is)   ARGV[2] config JSON   ARGV[3] limits time to live (ms)
+    ARGV[4..]   per throttle (in KEYS order): count of limits, then window ms, N pairs
+
+  Output: 1 when the queue's generation changed, else 0
+]]
+local rcall = redis.call
+
+local at = 4
+for k = 2, #KEYS do
+  local count = tonumber(ARGV[at])
+  rcall('DEL', KEYS[k])
+  for i = 1, count do rcall('HSET', KEYS[k], ARGV[at + 2 * i - 1], ARGV[at + 2 * i]) end
+  rcall('PEXPIRE', KEYS[k], tonumber(ARGV[3]))
+  at = at + 1 + 2 * count
+end
+local changed = 0
+if ARGV[1] ~= '' and rcall('HGET', KEYS[1], 'gen') ~= ARGV[1] then
+  rcall('HSET', KEYS[1], 'gen', ARGV[1], 'config', ARGV[2])
+  changed = 1
+end
+return changed

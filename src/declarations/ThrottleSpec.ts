@@ -1,0 +1,11 @@
+import { KeyPart } from './Key';
+import { Limit } from './Limit';
+import { Missing } from './Missing';
+
+/** What using a throttle needs of it: a Throttle declaration, or the EffectiveThrottle of several merged. */
+export interface ThrottleSpec {
+  readonly name: string;
+  readonly limits: readonly Limit[];
+  readonly keyParts: readonly KeyPart[] | undefined;
+  readonly missing: Missing;
+}

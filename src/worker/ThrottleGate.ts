@@ -1,0 +1,356 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { raw2NextJobData, RedisQueueBackend } from 'bullmq';
+import type { Logger } from 'pino';
+import { ThrottleConflictError } from '../errors/ThrottleConflictError';
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
+import { LuaScript, ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+import { declarationData, DeclarationRegistry } from './declarationRegistry';
+import { AttributesFunction, IntakeRecord, JobClassifier, Placement } from './jobClassifier';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { effectiveThrottle, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
+import { PlainWorkerDetector } from './plainWorkerDetector';
+
+export interface GateOptions {
+  queue: string;
+  prefix: string;
+  throttles: readonly ThrottleSpec[];
+  attributes?: AttributesFunction;
+  logger: Logger;
+  declarationTtlMs: number;
+  leaseMs: number;
+  /** Internal: tests swap in scripts built with a steerable clock. */
+  scripts?: Map<string, LuaScript>;
+}
+
+/** How many jobs one intake takes for classification, and how long their lease lasts. */
+const INTAKE_BATCH = 200;
+const INTAKE_LEASE_MS = 30_000;
+/** Refusals one delivery call may spend before handing the rest to the next call. */
+const REFUSALS_PER_CALL = 32;
+
+interface TakeReply {
+  nowMs: number;
+  nextWakeMs: number;
+  nextDelayedMs: number;
+  unclassified: number;
+  stale: number;
+  dropped: number;
+  jobs: { id: string; fields: string[] }[];
+}
+
+type Backend = RedisQueueBackend & { closing?: unknown };
+
+/**
+ * Gates every path by which bullmq hands a job to a worker on the throttles: it replaces the backend's
+ * moveToActive with a throttled delivery, and turns fetch-next off in completions, failures and retries,
+ * fetching through the same gate instead. It also keeps this worker's declarations registered.
+ */
+export class ThrottleGate {
+  readonly workerId = randomUUID();
+  readonly keys: ThrottleKeys;
+  readonly queueKeys: QueueThrottleKeys;
+  readonly ready: Promise<void>;
+  private resolveReady!: () => void;
+  private rejectReady!: (error: Error) => void;
+  private backend?: Backend;
+  private runner?: ScriptRunner;
+  private registry?: DeclarationRegistry;
+  private config?: QueueConfig;
+  private readonly classifier: JobClassifier;
+  private detector?: PlainWorkerDetector;
+  private heartbeat?: NodeJS.Timeout;
+  private classifying?: Promise<number>;
+  private reclaiming?: Promise<void>;
+  private closed = false;
+  private workerName = '';
+  private lockDuration = 30_000;
+
+  constructor(private readonly options: GateOptions) {
+    this.keys = new ThrottleKeys(options.prefix);
+    this.queueKeys = this.keys.queue(options.queue);
+    this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    // A start-up failure is reported through run()/waitUntilReady(); never as an unhandled rejection.
+    this.ready.catch(() => undefined);
+  }
+
+  get currentConfig(): QueueConfig | undefined {
+    return this.config;
+  }
+
+  /** Wraps a freshly built bullmq Redis backend so that every delivery goes through the throttles. */
+  attach(backend: RedisQueueBackend, workerOptions: { name?: string; lockDuration?: number }): RedisQueueBackend {
+    const b = backend as Backend;
+    this.backend = b;
+    this.workerName = workerOptions.name ?? '';
+    this.lockDuration = workerOptions.lockDuration ?? 30_000;
+    const moveToCompleted = b.moveToCompleted.bind(b);
+    const moveToFailed = b.moveToFailed.bind(b);
+    const moveToDelayed = b.moveToDelayed.bind(b);
+    const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
+    b.moveToActive = (token: string, name?: string) => this.moveToActive(token, name ?? this.workerName);
+    b.moveToCompleted = (async (job, returnValue, removeOnComplete, token, fetchNext) => {
+      const done = await moveToCompleted(job, returnValue, removeOnComplete, token, false);
+      if (fetchesNext(fetchNext)) done.result = await this.moveToActive(token, this.workerName);
+      return done;
+    }) as typeof b.moveToCompleted;
+    b.moveToFailed = (async (job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) => {
+      const done = await moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate);
+      if (fetchesNext(fetchNext)) done.result = await this.moveToActive(token, this.workerName);
+      return done;
+    }) as typeof b.moveToFailed;
+    b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {
+      const result = await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false });
+      return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName) : result;
+    }) as typeof b.moveToDelayed;
+    return b;
+  }
+
+  /** Registers this worker's declarations (retrying while Redis is unreachable) and starts the heartbeat. */
+  async start(): Promise<void> {
+    const backend = this.backend;
+    if (!backend) throw new Error('ThrottleGate.start() before attach()');
+    const { logger, queue, declarationTtlMs } = this.options;
+    let backoffMs = 100;
+    for (;;) {
+      if (this.closed) return this.rejectReady(new Error(`ThrottledWorker for '${queue}' closed before it started`));
+      try {
+        const client = (await backend.client) as unknown as RedisClient;
+        this.runner ??= new ScriptRunner(client, this.options.scripts);
+        this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
+          workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData),
+        }, declarationTtlMs);
+        this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger);
+        await this.refreshConfig(true);
+        break;
+      } catch (error) {
+        if (error instanceof ThrottleConflictError) {
+          logger.error({ queue, err: error }, 'throttle conflict: the worker does not start');
+          await this.registry?.withdraw().catch(() => undefined);
+          this.closed = true;
+          return this.rejectReady(error);
+        }
+        logger.warn({ queue, err: error, retryInMs: backoffMs }, 'cannot register throttle declarations yet; retrying');
+        await sleep(backoffMs);
+        backoffMs = Math.min(backoffMs * 2, 5_000);
+      }
+    }
+    this.heartbeat = setInterval(() => { void this.beat(); }, Math.max(50, Math.floor(declarationTtlMs / 3)));
+    this.heartbeat.unref();
+    this.resolveReady();
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.refreshConfig(false);
+      await this.detector?.check(this.liveEntries);
+    } catch (error) {
+      this.options.logger.warn({ queue: this.options.queue, err: error }, 'throttle heartbeat failed; will retry');
+    }
+  }
+
+  private liveEntries: RegistryEntry[] = [];
+
+  /** Re-reads the live declarations, publishes what they add up to, and reclassifies on a change. */
+  private async refreshConfig(starting: boolean): Promise<void> {
+    if (!this.registry || this.closed) return;
+    const entries = await this.registry.refresh();
+    let config: QueueConfig;
+    try {
+      config = queueConfigFrom(entries, this.options.queue);
+    } catch (error) {
+      if (starting) throw error;
+      // Somebody else's conflicting declaration: it fails its own start; keep enforcing what we had.
+      this.options.logger.error({ queue: this.options.queue, err: error }, 'conflicting throttle declarations seen');
+      return;
+    }
+    this.liveEntries = entries;
+    const changed = await this.publish(config);
+    const previous = this.config;
+    this.config = config;
+    if (changed || (previous && previous.gen !== config.gen)) {
+      this.options.logger.info(
+        { queue: this.options.queue, gen: config.gen, throttles: config.throttles.map((t) => ({ name: t.name, limits: t.limits, missing: t.missing })) },
+        'effective throttles changed',
+      );
+    }
+    if (!starting && previous && previous.gen !== config.gen) this.reclaimInBackground();
+  }
+
+  /** Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation. */
+  private async publish(config: QueueConfig | undefined, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<boolean> {
+    const keys = [this.queueKeys.state, ...throttles.map((t) => this.keys.effectiveLimits(t.name))];
+    const args: (string | number)[] = [
+      config?.gen ?? '',
+      config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
+      this.options.declarationTtlMs * 3,
+    ];
+    for (const throttle of throttles) {
+      args.push(throttle.limits.length);
+      for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
+    }
+    return Number(await this.runner!.run('publishQueueConfig', keys, args)) === 1;
+  }
+
+  /** One delivery attempt through the throttles, classifying waiting jobs first when there are any. */
+  async moveToActive(token: string, name: string): Promise<unknown[]> {
+    await this.ready;
+    for (let round = 0; ; round++) {
+      if (this.closed) return raw2NextJobData([0, 0, 0, 0]);
+      const reply = await this.takeNext(token, name);
+      if (reply.stale > 0) this.reclaimInBackground();
+      const [job] = reply.jobs;
+      if (job) return raw2NextJobData([job.fields, job.id, 0, 0]);
+      if (reply.unclassified > 0 && round < 3 && !this.closed) {
+        if ((await this.classifyBatch()) > 0) continue;
+      }
+      return raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
+    }
+  }
+
+  private async takeNext(token: string, name: string): Promise<TakeReply> {
+    const keys = this.backend!.keys;
+    const q = this.queueKeys;
+    const raw = (await this.runner!.run('takeNextJobs', [
+      keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
+      q.ready, q.wakeups, q.state, q.classes, q.stale,
+    ], [
+      keys[''], token, this.lockDuration, name, q.base, this.keys.throttlePrefix, 1, REFUSALS_PER_CALL, this.options.leaseMs,
+    ])) as unknown[];
+    const count = Number(raw[6]);
+    const jobs: TakeReply['jobs'] = [];
+    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[7 + 2 * i]), fields: raw[8 + 2 * i] as string[] });
+    return {
+      nowMs: Math.floor(Number(raw[0]) / 1000),
+      nextWakeMs: Number(raw[1]),
+      nextDelayedMs: Number(raw[2]),
+      unclassified: Number(raw[3]),
+      stale: Number(raw[4]),
+      dropped: Number(raw[5]),
+      jobs,
+    };
+  }
+
+  /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
+  private localDelayUntil(reply: TakeReply): number {
+    const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
+    if (times.length === 0) return 0;
+    const local = Math.min(...times) - reply.nowMs + Date.now();
+    // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
+    return Math.max(local, Date.now() + 1);
+  }
+
+  /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
+  classifyBatch(): Promise<number> {
+    this.classifying ??= (async () => {
+      try {
+        const keys = this.backend!.keys;
+        const reply = (await this.runner!.run('intakeJobs', [keys.wait, keys.prioritized, this.queueKeys.intake, keys.meta, keys.marker], [
+          keys[''], INTAKE_BATCH, INTAKE_LEASE_MS,
+        ])) as unknown[];
+        return await this.place(intakeRecords(reply));
+      } finally {
+        this.classifying = undefined;
+      }
+    })();
+    return this.classifying;
+  }
+
+  private async place(records: IntakeRecord[]): Promise<number> {
+    if (records.length === 0) return 0;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const config = this.config!;
+      const placements = records.map((record): Placement => this.classifier.place(record, config));
+      const args: (string | number)[] = [this.backend!.keys[''], this.queueKeys.base, config.gen, placements.length];
+      for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
+      const q = this.queueKeys;
+      const [placed] = (await this.runner!.run('classifyJobs', [q.intake, q.state, q.ready, q.classes, this.backend!.keys.marker], args)) as number[];
+      if (Number(placed) >= 0) return Number(placed);
+      // Another worker published a newer config generation: catch up and classify again.
+      await this.refreshConfig(false);
+    }
+    this.options.logger.warn({ queue: this.options.queue, jobs: records.length }, 'config kept changing while classifying; jobs return to wait when their lease ends');
+    return 0;
+  }
+
+  /** Moves held jobs of classes from an older config generation back through classification. */
+  reclaimInBackground(): void {
+    if (this.reclaiming || this.closed || !this.config) return;
+    this.reclaiming = (async () => {
+      try {
+        for (;;) {
+          if (this.closed || !this.config) return;
+          const gen = this.config.gen;
+          const members = await this.staleClasses(gen);
+          if (members.length === 0) return;
+          const q = this.queueKeys;
+          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.ready], [
+            this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, ...members,
+          ])) as unknown[];
+          const records = intakeRecords(reply);
+          if (records.length > 0) await this.place(records);
+        }
+      } catch (error) {
+        this.options.logger.warn({ queue: this.options.queue, err: error }, 'reclassifying held jobs failed; will retry');
+      } finally {
+        this.reclaiming = undefined;
+      }
+    })();
+  }
+
+  private async staleClasses(gen: string): Promise<string[]> {
+    const client = (await this.backend!.client) as unknown as RedisClient;
+    const found = new Set<string>(await client.srandmember(this.queueKeys.stale, 64));
+    let cursor = '0';
+    do {
+      const [next, members] = await client.sscan(this.queueKeys.classes, cursor, 'COUNT', 500);
+      cursor = next;
+      for (const member of members) if (!member.startsWith(`${gen}/`)) found.add(member);
+    } while (cursor !== '0' && found.size < 64);
+    return [...found].filter((member) => !member.startsWith(`${gen}/`)).slice(0, 64);
+  }
+
+  /** Stops the heartbeat and withdraws this worker's declarations, publishing what the others add up to. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    await this.classifying?.catch(() => undefined);
+    await this.reclaiming;
+    if (!this.registry || !this.runner) return;
+    try {
+      const remaining = await this.registry.withdraw();
+      const config = remaining.some((entry) => entry.queue === this.options.queue) ? queueConfigFrom(remaining, this.options.queue) : undefined;
+      // Throttles this worker shared with other queues: their limits now come from the declarations left.
+      const others = this.options.throttles
+        .map((t) => t.name)
+        .filter((name) => !config?.throttles.some((t) => t.name === name))
+        .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
+        .map((name) => effectiveThrottle(remaining, name));
+      await this.publish(config, [...(config?.throttles ?? []), ...others]);
+    } catch (error) {
+      this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
+    }
+  }
+}
+
+/** intakeJobs and reclaimStaleJobs reply { nowUs, n, id, name, data, opts, priority, attributes, ... }. */
+function intakeRecords(reply: unknown[]): IntakeRecord[] {
+  const records: IntakeRecord[] = [];
+  const count = Number(reply[1]);
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  for (let i = 0; i < count; i++) {
+    const at = 2 + 6 * i;
+    records.push({
+      id: String(reply[at]), name: text(reply[at + 1]), data: text(reply[at + 2]), opts: text(reply[at + 3]),
+      priority: text(reply[at + 4]), storedAttributes: text(reply[at + 5]),
+    });
+  }
+  return records;
+}

@@ -1,0 +1,97 @@
+import { createRedisBackend, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
+import pino, { Logger } from 'pino';
+import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { mergeDeclarations } from '../declarations/mergeDeclarations';
+import { Throttle } from '../declarations/Throttle';
+import { LuaScript } from '../lua/scripts';
+import { assertSupportedBullmq } from './bullmqVersion';
+import { AttributesFunction } from './jobClassifier';
+import { ThrottleGate } from './ThrottleGate';
+
+export interface ThrottledWorkerOptions extends WorkerOptions {
+  /** The throttles this worker's processor is held to; they apply to every job of the queue, whoever takes it. */
+  throttles: readonly Throttle[];
+  /** Computes attributes (for Key.attribute keys) once per job, when the throttle layer first sees it. */
+  attributes?: AttributesFunction;
+  /** A pino logger; quiet by default. */
+  logger?: Logger;
+  /** How long a crashed worker's declarations outlive it (ms; default 15 000). Refreshed every third of it. */
+  declarationTtlMs?: number;
+  /** h: tokens count against windows of W + h (default 0: exact). */
+  leaseMs?: number;
+}
+
+/** Internal: tests swap in scripts built with a steerable clock. */
+export const THROTTLE_SCRIPTS = Symbol('bullmq-throttle scripts');
+
+function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[] {
+  if (!Array.isArray(throttles)) {
+    throw new InvalidThrottleError(`ThrottledWorker('${queue}'): throttles must be an array of Throttle declarations, such as [Throttle.named('stripe').limit(100, '1s')].`);
+  }
+  for (const throttle of throttles) {
+    if (!(throttle instanceof Throttle)) {
+      throw new InvalidThrottleError(`ThrottledWorker('${queue}'): ${JSON.stringify(throttle)} is not a Throttle; build it with Throttle.named(name).limit(n, window).`);
+    }
+    throttle.assertUsable();
+  }
+  const names = new Set(throttles.map((t: Throttle) => t.name));
+  for (const name of names) mergeDeclarations(throttles.filter((t: Throttle) => t.name === name));
+  return throttles;
+}
+
+/**
+ * A bullmq Worker whose jobs are delivered only within the declared throttles: a job that cannot go yet
+ * stays held in Redis (no lock, no attempt, no `active` event) while jobs of other buckets keep flowing.
+ * Every WorkerOptions works as in Worker; producers keep using Queue.add unchanged.
+ */
+export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
+  private readonly gate: ThrottleGate;
+
+  constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
+    assertSupportedBullmq();
+    const throttles = checkedThrottles(name, opts?.throttles);
+    const gate = new ThrottleGate({
+      queue: name,
+      prefix: opts.prefix ?? 'bull',
+      throttles,
+      attributes: opts.attributes,
+      logger: opts.logger ?? pino({ level: 'silent' }),
+      declarationTtlMs: opts.declarationTtlMs ?? 15_000,
+      leaseMs: opts.leaseMs ?? 0,
+      scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
+    });
+    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, ...workerOptions } = opts;
+    super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, ((queueName, backendOptions, flags) =>
+      gate.attach(createRedisBackend(queueName, backendOptions, flags), backendOptions as WorkerOptions)) as typeof createRedisBackend);
+    this.gate = gate;
+    // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
+    gate.start().catch(() => undefined);
+    if (opts.autorun !== false && processor) {
+      this.run().catch((error: Error) => this.emit('error', error));
+    }
+  }
+
+  /** Resolves once the worker's connection is ready and its throttle declarations are registered. */
+  override async waitUntilReady(): Promise<void> {
+    await super.waitUntilReady();
+    await this.gate.ready;
+  }
+
+  override async run(): Promise<void> {
+    await this.gate.ready;
+    return super.run();
+  }
+
+  /** Stops taking jobs, withdraws this worker's declarations (so a limit it alone held lifts at once), then closes as Worker does. */
+  override async close(force = false): Promise<void> {
+    await this.gate.close();
+    await super.close(force);
+  }
+
+  /** The throttles in effect on this queue, after combining every live worker's declarations. */
+  get effectiveThrottles() {
+    return this.gate.currentConfig?.throttles ?? [];
+  }
+}
+
+export type { RedisQueueBackend };

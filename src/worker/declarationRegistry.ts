@@ -1,0 +1,47 @@
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RegistryEntry } from './queueConfig';
+
+/**
+ * One worker's entry in the registry of live declarations: refreshed well within its time to live, so a
+ * crashed worker's declarations lapse after at most `ttlMs`, and withdrawn at once on close.
+ */
+export class DeclarationRegistry {
+  constructor(
+    private readonly runner: ScriptRunner,
+    private readonly keys: ThrottleKeys,
+    readonly entry: RegistryEntry,
+    readonly ttlMs: number,
+  ) {}
+
+  /** Records this worker's declarations again and returns every live entry. */
+  refresh(): Promise<RegistryEntry[]> {
+    return this.call(JSON.stringify(this.entry));
+  }
+
+  /** Removes this worker's declarations and returns the live entries that remain. */
+  withdraw(): Promise<RegistryEntry[]> {
+    return this.call('');
+  }
+
+  private async call(json: string): Promise<RegistryEntry[]> {
+    const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive], [
+      this.entry.workerId, json, this.ttlMs,
+    ])) as string[];
+    const entries: RegistryEntry[] = [];
+    for (let i = 1; i < reply.length; i += 2) {
+      try {
+        entries.push(JSON.parse(reply[i + 1]) as RegistryEntry);
+      } catch {
+        // An entry this version cannot read is not ours to interpret; it lapses with its worker.
+      }
+    }
+    return entries;
+  }
+}
+
+/** A declaration as it travels through the registry: plain data, no class. */
+export function declarationData(throttle: ThrottleSpec): ThrottleSpec {
+  return { name: throttle.name, limits: throttle.limits, keyParts: throttle.keyParts, missing: throttle.missing };
+}

@@ -1,0 +1,27 @@
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { RedisClient } from '../redis/connection';
+
+/** The queue-like things getThrottledCount accepts: a bullmq Queue (or Worker) has all of these. */
+export interface QueueLike {
+  readonly name: string;
+  readonly opts: { prefix?: string };
+  readonly backend: { readonly client: Promise<unknown> };
+}
+
+export interface ThrottledCount {
+  /** Jobs held in their buckets' classes (waiting for room, or about to go). */
+  held: number;
+  /** Jobs taken from wait and being classified right now. */
+  classifying: number;
+  /** held + classifying: with queue.getJobCounts(), this accounts for every job of the queue. */
+  throttled: number;
+}
+
+/** How many of the queue's jobs the throttle layer holds, outside bullmq's own states. */
+export async function getThrottledCount(queue: QueueLike): Promise<ThrottledCount> {
+  const client = (await queue.backend.client) as RedisClient;
+  const keys = new ThrottleKeys(queue.opts.prefix ?? 'bull').queue(queue.name);
+  const [held, classifying] = await Promise.all([client.hget(keys.state, 'held'), client.zcard(keys.intake)]);
+  const heldCount = Math.max(0, Number(held ?? 0));
+  return { held: heldCount, classifying: Number(classifying), throttled: heldCount + Number(classifying) };
+}

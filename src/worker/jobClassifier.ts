@@ -1,0 +1,123 @@
+import type { Logger } from 'pino';
+import { KeyPart, KeyValue } from '../declarations/Key';
+import { encodeSegment } from '../keys/keyEncoding';
+import { resolveBuckets } from '../grant/resolveBuckets';
+import { QueueConfig } from './queueConfig';
+
+/** What the attributes function sees of a job: enough to decide, nothing it could change. */
+export interface AttributeSource {
+  readonly id: string;
+  readonly name: string;
+  readonly data: unknown;
+  readonly opts: Readonly<Record<string, unknown>>;
+}
+
+/** Computes a job's attributes once, when the throttle layer first sees it; they are stored with the job. */
+export type AttributesFunction = (job: AttributeSource) => Record<string, unknown> | undefined | null;
+
+/** A job as intake hands it over: its raw fields from the job hash. */
+export interface IntakeRecord {
+  readonly id: string;
+  readonly name: string | null;
+  readonly data: string | null;
+  readonly opts: string | null;
+  readonly priority: string | null;
+  readonly storedAttributes: string | null;
+}
+
+/** Where a job is held: its class member, its order and the attributes to store ('' when already stored). */
+export interface Placement {
+  readonly id: string;
+  readonly member: string;
+  readonly priority: number;
+  readonly lifo: boolean;
+  readonly attributes: string;
+}
+
+const NO_VALUE = Symbol('no key value');
+
+function parseJson(text: string | null): { ok: true; value: unknown } | { ok: false } {
+  if (text === null) return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function atPath(data: unknown, path: string): unknown {
+  let value = data;
+  for (const segment of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}
+
+/** Works out which buckets a job draws from, from its stored data, name and attributes. */
+export class JobClassifier {
+  constructor(
+    private readonly attributesFunction: AttributesFunction | undefined,
+    private readonly logger: Logger,
+    private readonly queue: string,
+  ) {}
+
+  place(record: IntakeRecord, config: QueueConfig): Placement {
+    const data = parseJson(record.data);
+    if (!data.ok) {
+      this.logger.warn({ queue: this.queue, jobId: record.id }, 'job data is not JSON: keys from job.data count as missing');
+    }
+    const opts = parseJson(record.opts);
+    const optsObject = opts.ok && opts.value && typeof opts.value === 'object' ? (opts.value as Record<string, unknown>) : {};
+    const { attributes, toStore } = this.attributesOf(record, data.ok ? data.value : undefined, optsObject);
+
+    const valueOf = (part: KeyPart): KeyValue | typeof NO_VALUE => {
+      let value: unknown;
+      if (part.kind === 'name') value = record.name ?? undefined;
+      else if (part.kind === 'data') value = data.ok ? atPath(data.value, part.path) : undefined;
+      else value = attributes[part.name];
+      if (value === undefined || value === null) return NO_VALUE;
+      if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return value;
+      this.logger.warn(
+        { queue: this.queue, jobId: record.id, key: part },
+        'key value is not a string, finite number or boolean: the job counts as missing the key',
+      );
+      return NO_VALUE;
+    };
+
+    const delivery = config.throttles.map((throttle) => {
+      if (!throttle.keyParts) return { throttle };
+      const values = throttle.keyParts.map(valueOf);
+      return { throttle, key: values.includes(NO_VALUE) ? null : (values as KeyValue[]) };
+    });
+    const buckets = resolveBuckets(delivery)
+      .map(({ throttle, bucket }) => `${encodeSegment(throttle.name)}=${bucket}`)
+      .sort();
+    return {
+      id: record.id,
+      member: `${config.gen}/${buckets.length > 0 ? buckets.join('|') : '*'}`,
+      priority: Number(record.priority) || 0,
+      lifo: optsObject.lifo === true,
+      attributes: toStore,
+    };
+  }
+
+  private attributesOf(record: IntakeRecord, data: unknown, opts: Record<string, unknown>): { attributes: Record<string, unknown>; toStore: string } {
+    if (record.storedAttributes !== null) {
+      const stored = parseJson(record.storedAttributes);
+      return { attributes: stored.ok && stored.value && typeof stored.value === 'object' ? (stored.value as Record<string, unknown>) : {}, toStore: '' };
+    }
+    if (!this.attributesFunction) return { attributes: {}, toStore: '' };
+    let attributes: Record<string, unknown> = {};
+    try {
+      const computed = this.attributesFunction({ id: record.id, name: record.name ?? '', data, opts });
+      if (computed && typeof computed === 'object') attributes = computed;
+    } catch (error) {
+      this.logger.error(
+        { queue: this.queue, jobId: record.id, err: error },
+        'attributes function threw: the job is held as missing every attribute key',
+      );
+    }
+    return { attributes, toStore: JSON.stringify(attributes) };
+  }
+}

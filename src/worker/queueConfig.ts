@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import { describeKey } from '../declarations/Key';
+import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
+
+/** One live worker's entry in the declaration registry. */
+export interface RegistryEntry {
+  readonly workerId: string;
+  readonly queue: string;
+  readonly declarations: readonly ThrottleSpec[];
+}
+
+/** What applies to one queue: every throttle any of its live workers declares, each merged across all queues. */
+export interface QueueConfig {
+  /** Changes exactly when the throttles' names, keys or missing-key policies change (not their limits). */
+  readonly gen: string;
+  readonly throttles: readonly EffectiveThrottle[];
+}
+
+export function configGeneration(throttles: readonly EffectiveThrottle[]): string {
+  const shape = throttles.map((t) => [t.name, describeKey(t.keyParts), t.missing]);
+  return createHash('sha1').update(JSON.stringify(shape)).digest('hex').slice(0, 10);
+}
+
+/** Every declaration of `name` in the registry, merged (throws ThrottleConflictError on a different key). */
+export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
+  return mergeDeclarations(entries.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
+}
+
+export function queueConfigFrom(entries: readonly RegistryEntry[], queue: string): QueueConfig {
+  const names = new Set(entries.filter((e) => e.queue === queue).flatMap((e) => e.declarations.map((d) => d.name)));
+  const throttles = [...names].sort().map((name) => effectiveThrottle(entries, name));
+  return { gen: configGeneration(throttles), throttles };
+}
