@@ -21,34 +21,60 @@ local jobPrefix, queueBase, gen = ARGV[1], ARGV[2], ARGV[3]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
 local ORDER_SPAN = 0x80000000
-local placed = 0
-local at = 5
-for _ = 1, tonumber(ARGV[4]) do
+local count = tonumber(ARGV[4])
+local ids = {}
+for i = 1, count do ids[i] = ARGV[5 * i] end
+if count == 0 then return { 0 } end
+local leased = rcall('ZMSCORE', intakeKey, unpack(ids))
+
+-- Order numbers for the batch, allocated at once: lifo jobs count down from the middle, the rest up.
+local fifoCount, lifoCount = 0, 0
+for i = 1, count do
+  if ARGV[5 * i + 3] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
+end
+local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
+local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
+
+local placedIds, byClass, classOrder = {}, {}, {}
+for i = 1, count do
+  local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
-  at = at + 5
-  if rcall('ZREM', intakeKey, jobId) == 1 and rcall('EXISTS', jobPrefix .. jobId) == 1 then
+  if leased[i] and rcall('EXISTS', jobPrefix .. jobId) == 1 then
     if attributes ~= '' then rcall('HSET', jobPrefix .. jobId, 'tha', attributes) end
     local sequence
     if lifo == '1' then
-      sequence = ORDER_SPAN - (rcall('HINCRBY', stateKey, 'lifo', 1) % ORDER_SPAN)
+      lifoNext = lifoNext + 1
+      sequence = ORDER_SPAN - (lifoNext % ORDER_SPAN)
     else
-      sequence = ORDER_SPAN + (rcall('HINCRBY', stateKey, 'fifo', 1) % ORDER_SPAN)
+      fifoNext = fifoNext + 1
+      sequence = ORDER_SPAN + (fifoNext % ORDER_SPAN)
     end
-    local order = priority * 0x100000000 + sequence
-    local classKey = classJobsKey(queueBase, member)
-    rcall('ZADD', classKey, order, jobId)
-    rcall('HINCRBY', stateKey, 'held', 1)
-    if rcall('SADD', classesKey, member) == 1 then
-      rcall('ZADD', readyKey, order, member)
-    elseif tonumber(rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')[2]) == order then
-      -- The job heads its class: move the class up wherever it waits.
-      if rcall('ZADD', readyKey, 'XX', 'CH', order, member) == 0 then
-        local _, buckets = parseClass(member)
-        for _, bucket in ipairs(buckets) do rcall('ZADD', waitersKey(queueBase, bucket.id), 'XX', order, member) end
-      end
+    local entries = byClass[member]
+    if entries == nil then
+      entries = {}
+      byClass[member] = entries
+      classOrder[#classOrder + 1] = member
     end
-    placed = placed + 1
+    entries[#entries + 1] = priority * 0x100000000 + sequence
+    entries[#entries + 1] = jobId
+    placedIds[#placedIds + 1] = jobId
   end
 end
-if placed > 0 then rcall('ZADD', markerKey, 0, '0') end
-return { placed }
+if #placedIds == 0 then return { 0 } end
+rcall('ZREM', intakeKey, unpack(placedIds))
+rcall('HINCRBY', stateKey, 'held', #placedIds)
+
+for _, member in ipairs(classOrder) do
+  local classKey = classJobsKey(queueBase, member)
+  rcall('ZADD', classKey, unpack(byClass[member]))
+  local head = tonumber(rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')[2])
+  if rcall('SADD', classesKey, member) == 1 then
+    rcall('ZADD', readyKey, head, member)
+  elseif rcall('ZADD', readyKey, 'XX', 'CH', head, member) == 0 then
+    -- Not ready: it waits on a full bucket; keep its place there in step with its new head.
+    local _, buckets = parseClass(member)
+    for _, bucket in ipairs(buckets) do rcall('ZADD', waitersKey(queueBase, bucket.id), 'XX', head, member) end
+  end
+end
+rcall('ZADD', markerKey, 0, '0')
+return { #placedIds }

@@ -31,19 +31,25 @@ if #expired > 0 then rcall('ZADD', markerKey, 0, '0') end
 
 local reply = { now, 0 }
 if isQueuePaused(metaKey) then return reply end
-local taken = 0
-while taken < most do
-  local jobId = rcall('RPOP', waitKey)
-  if not jobId then
-    local popped = rcall('ZPOPMIN', prioritizedKey)
-    jobId = popped[1]
+-- Head first: the right end of wait, then the lowest priority scores.
+local ids = rcall('RPOP', waitKey, most) or {}
+if #ids < most then
+  local popped = rcall('ZPOPMIN', prioritizedKey, most - #ids)
+  for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+end
+local taken = #ids
+if taken > 0 then
+  local leases = {}
+  for i, jobId in ipairs(ids) do
+    leases[2 * i - 1] = nowMs + leaseMs
+    leases[2 * i] = jobId
   end
-  if not jobId then break end
-  rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)
-  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'opts', 'priority', 'tha')
-  reply[#reply + 1] = jobId
-  for i = 1, 5 do reply[#reply + 1] = fields[i] end
-  taken = taken + 1
+  rcall('ZADD', intakeKey, unpack(leases))
+  for _, jobId in ipairs(ids) do
+    local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'opts', 'priority', 'tha')
+    reply[#reply + 1] = jobId
+    for i = 1, 5 do reply[#reply + 1] = fields[i] end
+  end
 end
 reply[2] = taken
 return reply

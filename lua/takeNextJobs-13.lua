@@ -14,10 +14,10 @@
     KEYS[6]  meta                KEYS[13] stale       (SET)
     KEYS[7]  pc
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")
-    ARGV[2]  lock token          ARGV[3] lockDuration (ms)      ARGV[4] worker name ('' for none)
-    ARGV[5]  queue base of our keys     ARGV[6] throttle key prefix
-    ARGV[7]  most jobs to deliver       ARGV[8] most refusals to spend
-    ARGV[9]  leaseMs (h)
+    ARGV[2]  lockDuration (ms)   ARGV[3] worker name ('' for none)
+    ARGV[4]  queue base of our keys     ARGV[5] throttle key prefix
+    ARGV[6]  most refusals to spend     ARGV[7] leaseMs (h)
+    ARGV[8]  K, then K lock tokens: up to K jobs are delivered, the i-th locked with the i-th token
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Class and bucket keys are composed from ARGV[5] and ARGV[6] (includes/schedulerKeys), as bullmq
@@ -44,10 +44,11 @@ local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3],
 local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyKey, wakeupsKey, stateKey, classesKey, staleKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local jobPrefix = ARGV[1]
-local lockOpts = { token = ARGV[2], lockDuration = tonumber(ARGV[3]) }
-if ARGV[4] ~= '' then lockOpts['name'] = ARGV[4] end
-local queueBase, throttlePrefix = ARGV[5], ARGV[6]
-local maxDeliveries, maxRefusals, leaseMs = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local lockDuration = tonumber(ARGV[2])
+local workerName = ARGV[3] ~= '' and ARGV[3] or nil
+local queueBase, throttlePrefix = ARGV[4], ARGV[5]
+local maxRefusals, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
+local maxDeliveries = tonumber(ARGV[8])
 
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
@@ -130,6 +131,7 @@ while not isPausedOrMaxed and #delivered < 2 * maxDeliveries and refusals < maxR
       else
         for _, counter in ipairs(counters) do addToken(counter, now, leaseMs) end
         rcall('LPUSH', activeKey, jobId)
+        local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
         local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMs, nil, nil, markerKey, lockOpts)
         delivered[#delivered + 1] = jobId
         delivered[#delivered + 1] = prepared[1]
@@ -141,12 +143,15 @@ end
 
 saveBucketCounters()
 
-local nextWake = rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')
 local unclassified = 0
 if not isPausedOrMaxed then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
-local reply = {
-  now, tonumber(nextWake[2]) or 0, math.floor(getNextDelayedTimestamp(delayedKey) or 0), unclassified,
-  rcall('SCARD', staleKey), dropped, #delivered / 2,
-}
+local nextWakeMs, nextDelayedMs, stale = 0, 0, 0
+if #delivered < 2 * maxDeliveries then
+  -- Some asked in vain: say when to look again.
+  nextWakeMs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
+  nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
+  stale = rcall('SCARD', staleKey)
+end
+local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, #delivered / 2 }
 for _, value in ipairs(delivered) do reply[#reply + 1] = value end
 return reply

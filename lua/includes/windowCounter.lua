@@ -13,8 +13,8 @@
   The including script defines `local rcall = redis.call`.
 ]]
 local SLOTS_PER_WINDOW = 110
--- Past this many slots a sweep reads the whole hash instead of walking slot by slot.
-local WALK_LIMIT = 48
+-- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
+local WALK_LIMIT = 4
 
 local function newCounter(key, max, windowMs)
   local slotMs = math.floor(windowMs / SLOTS_PER_WINDOW)
@@ -52,7 +52,8 @@ local function sweepCounter(counter, nowUs)
     removed[#removed + 1] = k
   end
   if due >= counter.lo then
-    if due - counter.lo > WALK_LIMIT then
+    local span = due - counter.lo + 1
+    if span > WALK_LIMIT and span > rcall('HLEN', key) then
       local flat = rcall('HGETALL', key)
       for i = 1, #flat, 2 do
         local k = tonumber(flat[i])
@@ -68,7 +69,7 @@ local function sweepCounter(counter, nowUs)
     counter.dirty = true
   end
   -- The slot now runs through may already be past its latest release time.
-  local current = rcall('HGET', key, due + 1)
+  local current = counter.lo <= due + 1 and rcall('HGET', key, due + 1)
   if current and releaseUsOf(counter, due + 1, tonumber(current)) <= nowUs then
     drop(due + 1, tonumber(current))
     counter.lo = due + 2
@@ -81,6 +82,7 @@ local function loadCounter(key, max, windowMs, nowUs)
   local counter = newCounter(key, max, windowMs)
   local stored = rcall('HMGET', key, 'n', 'lo', 'hi')
   counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
+  counter.storedHi = counter.hi
   sweepCounter(counter, nowUs)
   return counter
 end
@@ -167,12 +169,14 @@ local function saveCounter(counter)
     rcall('DEL', key)
     return
   end
+  local fields = { 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi }
   for k, added in pairs(counter.added) do
     local value = tonumber(rcall('HGET', key, k)) or 0
     local offsetMs = value % counter.scale
     if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
-    rcall('HSET', key, k, (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
+    fields[#fields + 1] = k
+    fields[#fields + 1] = (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs
   end
-  rcall('HSET', key, 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi)
-  rcall('PEXPIREAT', key, math.ceil(counter.hi * counter.slot / 1000))
+  rcall('HSET', key, unpack(fields))
+  if counter.hi ~= counter.storedHi then rcall('PEXPIREAT', key, math.ceil(counter.hi * counter.slot / 1000)) end
 end

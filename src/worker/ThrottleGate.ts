@@ -30,6 +30,15 @@ const INTAKE_BATCH = 200;
 const INTAKE_LEASE_MS = 30_000;
 /** Refusals one delivery call may spend before handing the rest to the next call. */
 const REFUSALS_PER_CALL = 32;
+/** Most slots one delivery call serves. */
+const MAX_BATCH = 64;
+
+interface DeliveryRequest {
+  token: string;
+  name: string;
+  resolve(reply: unknown[]): void;
+  reject(error: Error): void;
+}
 
 interface TakeReply {
   nowMs: number;
@@ -198,30 +207,69 @@ export class ThrottleGate {
     return Number(await this.runner!.run('publishQueueConfig', keys, args)) === 1;
   }
 
-  /** One delivery attempt through the throttles, classifying waiting jobs first when there are any. */
-  async moveToActive(token: string, name: string): Promise<unknown[]> {
-    await this.ready;
-    for (let round = 0; ; round++) {
-      if (this.closed) return raw2NextJobData([0, 0, 0, 0]);
-      const reply = await this.takeNext(token, name);
-      if (reply.stale > 0) this.reclaimInBackground();
-      const [job] = reply.jobs;
-      if (job) return raw2NextJobData([job.fields, job.id, 0, 0]);
-      if (reply.unclassified > 0 && round < 3 && !this.closed) {
-        if ((await this.classifyBatch()) > 0) continue;
+  /**
+   * One delivery attempt for one of the worker's slots. Requests that arrive while a delivery call is in
+   * flight are served together by the next call, each with its own lock token, so a busy worker pays the
+   * script's fixed cost once per batch and no job is ever fetched ahead of a slot that asked for it.
+   */
+  moveToActive(token: string, name: string): Promise<unknown[]> {
+    return new Promise((resolve, reject) => {
+      this.requests.push({ token, name, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private readonly requests: DeliveryRequest[] = [];
+  private pumping = false;
+
+  private pump(): void {
+    if (this.pumping || this.requests.length === 0) return;
+    this.pumping = true;
+    const batch = this.requests.splice(0, MAX_BATCH);
+    void this.serve(batch).finally(() => {
+      this.pumping = false;
+      this.pump();
+    });
+  }
+
+  private async serve(batch: DeliveryRequest[]): Promise<void> {
+    let pending = batch;
+    try {
+      await this.ready;
+      for (let round = 0; pending.length > 0; round++) {
+        if (this.closed) break;
+        const reply = await this.takeNext(pending.map((request) => request.token), pending[0].name);
+        if (reply.stale > 0) this.reclaimInBackground();
+        reply.jobs.forEach((job, i) => pending[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
+        pending = pending.slice(reply.jobs.length);
+        if (reply.unclassified > 0 && !this.closed) {
+          if (pending.length === 0) {
+            // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
+            void this.classifyBatch().catch((error) => this.options.logger.warn({ queue: this.options.queue, err: error }, 'classifying jobs failed'));
+          } else if (round < 3 && (await this.classifyBatch()) > 0) {
+            continue;
+          }
+        }
+        const none = raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
+        for (const request of pending) request.resolve(none);
+        pending = [];
       }
-      return raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
+      const none = raw2NextJobData([0, 0, 0, 0]);
+      for (const request of pending) request.resolve(none);
+    } catch (error) {
+      for (const request of pending) request.reject(error as Error);
     }
   }
 
-  private async takeNext(token: string, name: string): Promise<TakeReply> {
+  private async takeNext(tokens: string[], name: string): Promise<TakeReply> {
     const keys = this.backend!.keys;
     const q = this.queueKeys;
     const raw = (await this.runner!.run('takeNextJobs', [
       keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
       q.ready, q.wakeups, q.state, q.classes, q.stale,
     ], [
-      keys[''], token, this.lockDuration, name, q.base, this.keys.throttlePrefix, 1, REFUSALS_PER_CALL, this.options.leaseMs,
+      keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
+      tokens.length, ...tokens,
     ])) as unknown[];
     const count = Number(raw[6]);
     const jobs: TakeReply['jobs'] = [];
