@@ -171,7 +171,9 @@ local function saveCounter(counter)
   end
   local fields = { 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi }
   for k, added in pairs(counter.added) do
-    local value = tonumber(rcall('HGET', key, k)) or 0
+    -- Past the highest stored slot there is nothing to merge with.
+    local value = 0
+    if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, k)) or 0 end
     local offsetMs = value % counter.scale
     if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
     fields[#fields + 1] = k

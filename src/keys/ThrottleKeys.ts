@@ -55,7 +55,9 @@ export class ThrottleKeys {
     const base = this.queueBase(queue);
     return {
       base,
-      ready: `${base}:ready`,
+      readyJobs: `${base}:ready-jobs`,
+      readyClasses: `${base}:ready-classes`,
+      classState: `${base}:class-state`,
       wakeups: `${base}:wakeups`,
       state: `${base}:state`,
       classes: `${base}:classes`,
@@ -69,19 +71,23 @@ export class ThrottleKeys {
 
 export interface QueueThrottleKeys {
   readonly base: string;
-  /** ZSET class -> order of its first held job: classes that may have room. */
-  readonly ready: string;
+  /** ZSET "<class>#<job id>" -> order: held jobs of classes not waiting on a full bucket, in queue order. */
+  readonly readyJobs: string;
+  /** ZSET class -> order of its first job: classes whose own job list may go again (their bucket had room). */
+  readonly readyClasses: string;
+  /** HASH class -> the bucket id it waits on, for classes waiting on a full bucket. */
+  readonly classState: string;
   /** ZSET bucket id -> ms (Redis clock) when that full bucket next has room and its waiters are worth retrying. */
   readonly wakeups: string;
   /** HASH: gen and config (the queue's effective throttles), held (jobs held), fifo/lifo order counters. */
   readonly state: string;
-  /** SET of every class holding jobs. */
+  /** SET of every class with a job list of its own (see classJobs). */
   readonly classes: string;
   /** SET of classes of an older config generation, waiting to be reclassified. */
   readonly stale: string;
   /** ZSET job id -> lease expiry: jobs taken from wait for classification, not yet placed. */
   readonly intake: string;
-  /** ZSET job id -> order: the jobs held in one class (the set of buckets they draw from). */
+  /** ZSET job id -> order: the jobs of one class (the set of buckets they draw from) that met a full bucket. */
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */
   waiters(bucketId: string): string;

@@ -30,8 +30,9 @@ const INTAKE_BATCH = 200;
 const INTAKE_LEASE_MS = 30_000;
 /** Refusals one delivery call may spend before handing the rest to the next call. */
 const REFUSALS_PER_CALL = 32;
-/** Most slots one delivery call serves. */
+/** Most slots one delivery call serves, and most delivery calls in flight at once. */
 const MAX_BATCH = 64;
+const MAX_CALLS_IN_FLIGHT = 2;
 
 interface DeliveryRequest {
   token: string;
@@ -220,16 +221,17 @@ export class ThrottleGate {
   }
 
   private readonly requests: DeliveryRequest[] = [];
-  private pumping = false;
+  private inFlight = 0;
 
   private pump(): void {
-    if (this.pumping || this.requests.length === 0) return;
-    this.pumping = true;
-    const batch = this.requests.splice(0, MAX_BATCH);
-    void this.serve(batch).finally(() => {
-      this.pumping = false;
-      this.pump();
-    });
+    while (this.inFlight < MAX_CALLS_IN_FLIGHT && this.requests.length > 0) {
+      this.inFlight++;
+      const batch = this.requests.splice(0, MAX_BATCH);
+      void this.serve(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
   }
 
   private async serve(batch: DeliveryRequest[]): Promise<void> {
@@ -266,7 +268,7 @@ export class ThrottleGate {
     const q = this.queueKeys;
     const raw = (await this.runner!.run('takeNextJobs', [
       keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-      q.ready, q.wakeups, q.state, q.classes, q.stale,
+      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState,
     ], [
       keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
       tokens.length, ...tokens,
@@ -318,7 +320,7 @@ export class ThrottleGate {
       const args: (string | number)[] = [this.backend!.keys[''], this.queueKeys.base, config.gen, placements.length];
       for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
       const q = this.queueKeys;
-      const [placed] = (await this.runner!.run('classifyJobs', [q.intake, q.state, q.ready, q.classes, this.backend!.keys.marker], args)) as number[];
+      const [placed] = (await this.runner!.run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, this.backend!.keys.marker, q.classState], args)) as number[];
       if (Number(placed) >= 0) return Number(placed);
       // Another worker published a newer config generation: catch up and classify again.
       await this.refreshConfig(false);
@@ -338,7 +340,7 @@ export class ThrottleGate {
           const members = await this.staleClasses(gen);
           if (members.length === 0) return;
           const q = this.queueKeys;
-          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.ready], [
+          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState], [
             this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, ...members,
           ])) as unknown[];
           const records = intakeRecords(reply);

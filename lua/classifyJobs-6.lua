@@ -1,10 +1,12 @@
 --[[
-  Places classified jobs: each leaves the intake set and is held in its class (the set of buckets it
-  draws from), ordered by priority, then first in first out (lifo jobs first), and its attributes are
-  stored with it so that they are never computed again.
+  Places classified jobs: each leaves the intake set and is held, ordered by priority, then first in
+  first out (lifo jobs first), with its attributes stored with it so that they are never computed again.
+  A job whose class (the set of buckets it draws from) waits on a full bucket joins the class's own list;
+  any other joins the queue-ordered ready-jobs set.
 
   Input:
-    KEYS[1] intake   KEYS[2] state   KEYS[3] ready   KEYS[4] classes   KEYS[5] marker
+    KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
+    KEYS[6] class-state
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
     ARGV[4] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 
@@ -16,7 +18,7 @@ local rcall = redis.call
 
 --- @include "includes/schedulerKeys"
 
-local intakeKey, stateKey, readyKey, classesKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobPrefix, queueBase, gen = ARGV[1], ARGV[2], ARGV[3]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
@@ -35,7 +37,7 @@ end
 local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
 
-local placedIds, byClass, classOrder = {}, {}, {}
+local placedIds, ready, filed, waitingOn = {}, {}, {}, {}
 for i = 1, count do
   local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
@@ -49,32 +51,24 @@ for i = 1, count do
       fifoNext = fifoNext + 1
       sequence = ORDER_SPAN + (fifoNext % ORDER_SPAN)
     end
-    local entries = byClass[member]
-    if entries == nil then
-      entries = {}
-      byClass[member] = entries
-      classOrder[#classOrder + 1] = member
+    local order = priority * 0x100000000 + sequence
+    local bucketId = waitingOn[member]
+    if bucketId == nil then bucketId = rcall('HGET', classStateKey, member) or false; waitingOn[member] = bucketId end
+    if bucketId then
+      rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
+      rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member)
+      filed[member] = true
+    else
+      ready[#ready + 1] = order
+      ready[#ready + 1] = member .. '#' .. jobId
     end
-    entries[#entries + 1] = priority * 0x100000000 + sequence
-    entries[#entries + 1] = jobId
     placedIds[#placedIds + 1] = jobId
   end
 end
 if #placedIds == 0 then return { 0 } end
 rcall('ZREM', intakeKey, unpack(placedIds))
 rcall('HINCRBY', stateKey, 'held', #placedIds)
-
-for _, member in ipairs(classOrder) do
-  local classKey = classJobsKey(queueBase, member)
-  rcall('ZADD', classKey, unpack(byClass[member]))
-  local head = tonumber(rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')[2])
-  if rcall('SADD', classesKey, member) == 1 then
-    rcall('ZADD', readyKey, head, member)
-  elseif rcall('ZADD', readyKey, 'XX', 'CH', head, member) == 0 then
-    -- Not ready: it waits on a full bucket; keep its place there in step with its new head.
-    local _, buckets = parseClass(member)
-    for _, bucket in ipairs(buckets) do rcall('ZADD', waitersKey(queueBase, bucket.id), 'XX', head, member) end
-  end
-end
+if #ready > 0 then rcall('ZADD', readyJobsKey, unpack(ready)) end
+for member in pairs(filed) do rcall('SADD', classesKey, member) end
 rcall('ZADD', markerKey, 0, '0')
 return { #placedIds }

@@ -4,7 +4,8 @@
   exactly as new jobs do, and come back with their stored data and attributes.
 
   Input:
-    KEYS[1] stale   KEYS[2] classes   KEYS[3] intake   KEYS[4] state   KEYS[5] ready
+    KEYS[1] stale   KEYS[2] classes   KEYS[3] intake   KEYS[4] state   KEYS[5] ready-classes
+    KEYS[6] class-state
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] current generation
     ARGV[4] most jobs to take   ARGV[5] lease (ms)   ARGV[6..] candidate classes
     (test builds read one more trailing ARGV, a clock offset in ms)
@@ -17,7 +18,7 @@ local rcall = redis.call
 --- @include "includes/nowUs"
 --- @include "includes/schedulerKeys"
 
-local staleKey, classesKey, intakeKey, stateKey, readyKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local staleKey, classesKey, intakeKey, stateKey, readyKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobPrefix, queueBase, gen, most, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
@@ -30,6 +31,7 @@ for i = 6, #ARGV do
   local memberGen, buckets = parseClass(member)
   if memberGen ~= gen and rcall('SISMEMBER', classesKey, member) == 1 then
     rcall('ZREM', readyKey, member)
+    rcall('HDEL', classStateKey, member)
     for _, bucket in ipairs(buckets) do rcall('ZREM', waitersKey(queueBase, bucket.id), member) end
     local classKey = classJobsKey(queueBase, member)
     local popped = rcall('ZPOPMIN', classKey, most - taken)
