@@ -291,9 +291,33 @@ export class ThrottleGate {
   private localDelayUntil(reply: TakeReply): number {
     const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
     if (times.length === 0) return 0;
-    const local = Math.min(...times) - reply.nowMs + Date.now();
+    const local = Math.max(Math.min(...times) - reply.nowMs + Date.now(), Date.now() + 1);
+    this.wakeAt(local);
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
-    return Math.max(local, Date.now() + 1);
+    return local;
+  }
+
+  private wakeTimer?: NodeJS.Timeout;
+  private wakeTimerAt = Infinity;
+
+  /**
+   * The worker blocks on the queue's marker until the time it was given, but Redis only notices a blocking
+   * command's timeout on its own clock tick (up to 100 ms late at the default hz), which would leave room
+   * unused. So at that moment the gate sets the marker itself, and the worker wakes on time.
+   */
+  private wakeAt(localMs: number): void {
+    if (this.closed || localMs >= this.wakeTimerAt) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimerAt = localMs;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeTimerAt = Infinity;
+      if (this.closed || !this.backend) return;
+      void (this.backend.client as Promise<unknown>)
+        .then((client) => (client as RedisClient).zadd(this.backend!.keys.marker, 0, '0'))
+        .catch(() => undefined);
+    }, Math.max(0, localMs - Date.now()));
+    this.wakeTimer.unref();
   }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
@@ -371,6 +395,7 @@ export class ThrottleGate {
     if (this.closed) return;
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     await this.classifying?.catch(() => undefined);
     await this.reclaiming;
     if (!this.registry || !this.runner) return;
