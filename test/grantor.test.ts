@@ -43,7 +43,7 @@ describe('Grantor', () => {
     expect(first.grantedAt - redisNowMs).toBeLessThan(1000);
     const refused = results[3];
     if (refused.granted) throw new Error('expected a refusal');
-    // Capacity returns one window later, never earlier, and at most one slot (1000/110 ms) later.
+    // Capacity returns one window later, never earlier, and at most one slot (1000/220 ms) later.
     expect(refused.retryAt).toBeGreaterThanOrEqual(first.grantedAt + 1000);
     expect(refused.retryAt).toBeLessThanOrEqual(first.grantedAt + 1000 + 10);
   });
@@ -72,7 +72,7 @@ describe('Grantor', () => {
     for (const count of perSecond) {
       const results = await grantor.grant(Array.from({ length: count }, () => [{ throttle: design }]));
       expect(results.every((r) => r.granted)).toBe(true);
-      // A second later, plus the one slot (1000/110 ms) by which capacity may return late.
+      // A second later, plus the one slot (1000/220 ms) by which capacity may return late.
       clock.advance(1010);
     }
     // 60 in the minute: nothing more until the first delivery is a minute old.

@@ -12,7 +12,7 @@
   are released almost exactly on time. The hash holds at most (W + h) / slot + 4 fields whatever N is.
   The including script defines `local rcall = redis.call`.
 ]]
-local SLOTS_PER_WINDOW = 110
+local SLOTS_PER_WINDOW = 220
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
 

@@ -3,7 +3,7 @@
  * slot to its token count and the latest release time among them. The property test holds the Lua
  * scripts to it decision by decision.
  */
-export const SLOTS_PER_WINDOW = 110;
+export const SLOTS_PER_WINDOW = 220;
 
 export function slotUs(windowMs: number): number {
   return Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW)) * 1000;
