@@ -4,8 +4,8 @@
   replaced whole, so a raised or lowered N applies from the next grant.
 
   Input:
-    KEYS[1]     the queue's state (HASH)
-    KEYS[2..]   one limits key (HASH window ms -> N) per throttle
+    KEYS[1]     the queue's state (HASH)   KEYS[2] the queue's marker (a new generation wakes its workers)
+    KEYS[3..]   one limits key (HASH window ms -> N) per throttle
     ARGV[1] generation ('' leaves the queue's config as it is)   ARGV[2] config JSON   ARGV[3] limits time to live (ms)
     ARGV[4..]   per throttle (in KEYS order): count of limits, then window ms, N pairs
 
@@ -14,7 +14,7 @@
 local rcall = redis.call
 
 local at = 4
-for k = 2, #KEYS do
+for k = 3, #KEYS do
   local count = tonumber(ARGV[at])
   rcall('DEL', KEYS[k])
   for i = 1, count do rcall('HSET', KEYS[k], ARGV[at + 2 * i - 1], ARGV[at + 2 * i]) end
@@ -24,6 +24,7 @@ end
 local changed = 0
 if ARGV[1] ~= '' and rcall('HGET', KEYS[1], 'gen') ~= ARGV[1] then
   rcall('HSET', KEYS[1], 'gen', ARGV[1], 'config', ARGV[2])
+  rcall('ZADD', KEYS[2], 0, '0')
   changed = 1
 end
 return changed

@@ -27,11 +27,11 @@
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
 
   Output:
-    { nowUs, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, n, id_1, job_1, ..., id_n, job_n }
+    { nowUs, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, n, id_1, job_1, ..., id_n, job_n }
     nextWakeMs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
     both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized not yet
     classified; stale: classes of an older config generation; dropped: held ids whose job had been
-    removed; job_i: the job hash as HGETALL pairs.
+    removed; gen: the queue's config generation; job_i: the job hash as HGETALL pairs.
 ]]
 local rcall = redis.call
 
@@ -209,6 +209,6 @@ if #delivered < 2 * wanted then
   nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
   stale = rcall('SCARD', staleKey)
 end
-local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, #delivered / 2 }
+local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, #delivered / 2 }
 for _, value in ipairs(delivered) do reply[#reply + 1] = value end
 return reply

@@ -48,6 +48,7 @@ interface TakeReply {
   unclassified: number;
   stale: number;
   dropped: number;
+  gen: string;
   jobs: { id: string; fields: string[] }[];
 }
 
@@ -156,6 +157,12 @@ export class ThrottleGate {
     this.resolveReady();
   }
 
+  private refreshing?: Promise<void>;
+
+  private refreshInBackground(): void {
+    this.refreshing ??= this.beat().finally(() => { this.refreshing = undefined; });
+  }
+
   private async beat(): Promise<void> {
     try {
       await this.refreshConfig(false);
@@ -195,7 +202,7 @@ export class ThrottleGate {
 
   /** Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation. */
   private async publish(config: QueueConfig | undefined, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<boolean> {
-    const keys = [this.queueKeys.state, ...throttles.map((t) => this.keys.effectiveLimits(t.name))];
+    const keys = [this.queueKeys.state, this.backend!.keys.marker, ...throttles.map((t) => this.keys.effectiveLimits(t.name))];
     const args: (string | number)[] = [
       config?.gen ?? '',
       config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
@@ -242,6 +249,8 @@ export class ThrottleGate {
         if (this.closed) break;
         const reply = await this.takeNext(pending.map((request) => request.token), pending[0].name);
         if (reply.stale > 0) this.reclaimInBackground();
+        // Another worker published a new generation (a throttle came or went): catch up and reclassify.
+        if (this.config && reply.gen !== this.config.gen) this.refreshInBackground();
         reply.jobs.forEach((job, i) => pending[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
         pending = pending.slice(reply.jobs.length);
         if (reply.unclassified > 0 && !this.closed) {
@@ -273,9 +282,9 @@ export class ThrottleGate {
       keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
       tokens.length, ...tokens,
     ])) as unknown[];
-    const count = Number(raw[6]);
+    const count = Number(raw[7]);
     const jobs: TakeReply['jobs'] = [];
-    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[7 + 2 * i]), fields: raw[8 + 2 * i] as string[] });
+    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[8 + 2 * i]), fields: raw[9 + 2 * i] as string[] });
     return {
       nowMs: Math.floor(Number(raw[0]) / 1000),
       nextWakeMs: Number(raw[1]),
@@ -283,6 +292,7 @@ export class ThrottleGate {
       unclassified: Number(raw[3]),
       stale: Number(raw[4]),
       dropped: Number(raw[5]),
+      gen: String(raw[6]),
       jobs,
     };
   }
@@ -390,17 +400,35 @@ export class ThrottleGate {
     return [...found].filter((member) => !member.startsWith(`${gen}/`)).slice(0, 64);
   }
 
-  /** Stops the heartbeat and withdraws this worker's declarations, publishing what the others add up to. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /**
+   * First half of closing, before the worker itself closes: stop delivering and stop the heartbeat.
+   * Resolves to a function that withdraws this worker's declarations afterwards, on a connection of its
+   * own (the worker's are gone by then). Withdrawing only after the worker has closed matters: the new
+   * generation's marker must wake the workers that remain, not this one's last blocking read.
+   */
+  async stop(): Promise<() => Promise<void>> {
+    if (this.closed) return async () => undefined;
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     await this.classifying?.catch(() => undefined);
     await this.reclaiming;
-    if (!this.registry || !this.runner) return;
+    await this.refreshing;
+    if (!this.registry || !this.backend) return async () => undefined;
+    let spare: RedisClient;
     try {
-      const remaining = await this.registry.withdraw();
+      spare = ((await this.backend.client) as unknown as { duplicate(): RedisClient }).duplicate();
+    } catch {
+      return async () => undefined;
+    }
+    return () => this.withdraw(spare);
+  }
+
+  private async withdraw(spare: RedisClient): Promise<void> {
+    try {
+      this.runner = new ScriptRunner(spare, this.options.scripts);
+      const registry = new DeclarationRegistry(this.runner, this.keys, this.registry!.entry, this.options.declarationTtlMs);
+      const remaining = await registry.withdraw();
       const config = remaining.some((entry) => entry.queue === this.options.queue) ? queueConfigFrom(remaining, this.options.queue) : undefined;
       // Throttles this worker shared with other queues: their limits now come from the declarations left.
       const others = this.options.throttles
@@ -411,6 +439,8 @@ export class ThrottleGate {
       await this.publish(config, [...(config?.throttles ?? []), ...others]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
+    } finally {
+      await spare.quit().catch(() => spare.disconnect());
     }
   }
 }

@@ -82,10 +82,11 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     return super.run();
   }
 
-  /** Stops taking jobs, withdraws this worker's declarations (so a limit it alone held lifts at once), then closes as Worker does. */
+  /** Stops taking jobs, closes as Worker does, then withdraws this worker's declarations (so a limit it alone held lifts at once). */
   override async close(force = false): Promise<void> {
-    await this.gate.close();
+    const withdraw = await this.gate.stop();
     await super.close(force);
+    await withdraw();
   }
 
   /** The throttles in effect on this queue, after combining every live worker's declarations. */
