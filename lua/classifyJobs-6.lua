@@ -37,11 +37,13 @@ end
 local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
 
-local placedIds, ready, filed, waitingOn = {}, {}, {}, {}
+local placedIds, gone, ready, filed, waitingOn = {}, {}, {}, {}, {}
 for i = 1, count do
   local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
-  if leased[i] and rcall('EXISTS', jobPrefix .. jobId) == 1 then
+  local exists = leased[i] and rcall('EXISTS', jobPrefix .. jobId) == 1
+  if leased[i] and not exists then gone[#gone + 1] = jobId end
+  if exists then
     if attributes ~= '' then rcall('HSET', jobPrefix .. jobId, 'tha', attributes) end
     local sequence
     if lifo == '1' then
@@ -65,6 +67,8 @@ for i = 1, count do
     placedIds[#placedIds + 1] = jobId
   end
 end
+-- Jobs removed while being classified are simply let go.
+if #gone > 0 then rcall('ZREM', intakeKey, unpack(gone)) end
 if #placedIds == 0 then return { 0 } end
 rcall('ZREM', intakeKey, unpack(placedIds))
 rcall('HINCRBY', stateKey, 'held', #placedIds)

@@ -63,6 +63,7 @@ export class ThrottleKeys {
       classes: `${base}:classes`,
       stale: `${base}:stale`,
       intake: `${base}:intake`,
+      removedHeld: `${base}:removed-held`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
     };
@@ -87,6 +88,8 @@ export interface QueueThrottleKeys {
   readonly stale: string;
   /** ZSET job id -> lease expiry: jobs taken from wait for classification, not yet placed. */
   readonly intake: string;
+  /** SET of held job ids removed by someone else and no longer counted as held (see forgetRemovedJobs). */
+  readonly removedHeld: string;
   /** ZSET job id -> order: the jobs of one class (the set of buckets they draw from) that met a full bucket. */
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */

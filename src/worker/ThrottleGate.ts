@@ -12,6 +12,7 @@ import { AttributesFunction, IntakeRecord, JobClassifier, Placement } from './jo
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { effectiveThrottle, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
+import { forgetRemovedJobs } from './forgetRemovedJobs';
 
 export interface GateOptions {
   queue: string;
@@ -139,6 +140,7 @@ export class ThrottleGate {
         }, declarationTtlMs);
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger);
         await this.refreshConfig(true);
+        await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
         break;
       } catch (error) {
         if (error instanceof ThrottleConflictError) {
@@ -166,6 +168,7 @@ export class ThrottleGate {
   private async beat(): Promise<void> {
     try {
       await this.refreshConfig(false);
+      await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'throttle heartbeat failed; will retry');
@@ -277,7 +280,7 @@ export class ThrottleGate {
     const q = this.queueKeys;
     const raw = (await this.runner!.run('takeNextJobs', [
       keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState,
+      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld,
     ], [
       keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
       tokens.length, ...tokens,

@@ -1,10 +1,13 @@
 import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
+import { forgetRemovedJobs } from './forgetRemovedJobs';
 
 /** The queue-like things getThrottledCount accepts: a bullmq Queue (or Worker) has all of these. */
 export interface QueueLike {
   readonly name: string;
   readonly opts: { prefix?: string };
+  readonly keys: Readonly<Record<string, string>>;
   readonly backend: { readonly client: Promise<unknown> };
 }
 
@@ -21,6 +24,8 @@ export interface ThrottledCount {
 export async function getThrottledCount(queue: QueueLike): Promise<ThrottledCount> {
   const client = (await queue.backend.client) as RedisClient;
   const keys = new ThrottleKeys(queue.opts.prefix ?? 'bull').queue(queue.name);
+  // Held jobs removed from outside since the workers last looked stop counting first.
+  await forgetRemovedJobs(new ScriptRunner(client), queue.keys.events, keys);
   const [held, classifying] = await Promise.all([client.hget(keys.state, 'held'), client.zcard(keys.intake)]);
   const heldCount = Math.max(0, Number(held ?? 0));
   return { held: heldCount, classifying: Number(classifying), throttled: heldCount + Number(classifying) };

@@ -92,3 +92,127 @@ describe('ThrottledWorker delivery', () => {
     expect(order).toEqual(['late-lifo', 'first', 'second', 'urgent', 'low']);
   });
 });
+
+describe('ThrottledWorker keeps bullmq whole', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('whole');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  const accountFor = async (queue: import('bullmq').Queue) => {
+    const counts = await queue.getJobCounts();
+    return Object.values(counts).reduce((a, b) => a + b, 0) + (await getThrottledCount(queue)).throttled;
+  };
+
+  it('job.remove() of a held job: it is never delivered and stops counting', async () => {
+    const queue = bed.queue('remove');
+    const added = await queue.addBulk([1, 2, 3].map((i) => ({ name: 'n', data: { i } })));
+    const processed: string[] = [];
+    bed.worker('remove', async (job) => { processed.push(job.id!); }, { throttles: [Throttle.named('one-per-600ms').limit(1, 600)] });
+    await waitFor(() => processed.length === 1, 10_000, 'the first delivery');
+    const victim = await queue.getJob(added[1].id!);
+    await victim!.remove();
+    expect(await accountFor(queue)).toBe(2);
+    await waitFor(() => processed.length === 2, 10_000, 'the next delivery');
+    await new Promise((r) => setTimeout(r, 900));
+    expect(processed).toEqual([added[0].id, added[2].id]);
+    expect(await accountFor(queue)).toBe(2);
+  });
+
+  it('retries with backoff are new deliveries and count; failures and completions go through as usual', async () => {
+    const queue = bed.queue('retries');
+    await queue.add('flaky', {}, { attempts: 3, backoff: { type: 'fixed', delay: 50 } });
+    await queue.add('fine', {});
+    const starts: { name: string; processedOn: number; attempt: number }[] = [];
+    const worker = bed.worker('retries', async (job) => {
+      starts.push({ name: job.name, processedOn: job.processedOn!, attempt: job.attemptsMade });
+      if (job.name === 'flaky') throw new Error('try again');
+    }, { concurrency: 2, throttles: [Throttle.named('spaced').limit(1, 300)] });
+    const failed: string[] = [];
+    worker.on('failed', (job) => { if (job && job.attemptsMade >= 3) failed.push(job.name); });
+    await waitFor(() => failed.length === 1 && starts.length === 4, 15_000, 'three attempts and one success');
+    const times = starts.map((s) => s.processedOn).sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(300);
+    expect(starts.filter((s) => s.name === 'flaky').map((s) => s.attempt)).toEqual([0, 1, 2]);
+    expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 1 });
+  });
+
+  it('delayed jobs wait their delay, then their turn', async () => {
+    const queue = bed.queue('delayed');
+    const worker = bed.worker('delayed', async (job) => { seen.push({ name: job.name, at: job.processedOn! }); }, { throttles: [Throttle.named('roomy').limit(100, '1s')] });
+    const seen: { name: string; at: number }[] = [];
+    await worker.waitUntilReady();
+    const addedAt = Date.now();
+    await queue.add('later', {}, { delay: 400 });
+    await queue.add('now', {});
+    await waitFor(() => seen.length === 2, 10_000, 'both jobs');
+    expect(seen.map((s) => s.name)).toEqual(['now', 'later']);
+    expect(seen[1].at - addedAt).toBeGreaterThanOrEqual(390);
+  });
+
+  it('pause and resume, and global concurrency, hold as in bullmq', async () => {
+    const queue = bed.queue('pause');
+    const worker = bed.worker('pause', async () => { running++; maxRunning = Math.max(maxRunning, running); await new Promise((r) => setTimeout(r, 30)); running--; done++; }, {
+      concurrency: 5, throttles: [Throttle.named('roomy2').limit(1000, '1s')],
+    });
+    let running = 0;
+    let maxRunning = 0;
+    let done = 0;
+    await worker.waitUntilReady();
+    await queue.pause();
+    await queue.addBulk(Array.from({ length: 10 }, () => ({ name: 'n', data: {} })));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(done).toBe(0);
+    await queue.setGlobalConcurrency(2);
+    await queue.resume();
+    await waitFor(() => done === 10, 10_000, 'all ten after resume');
+    expect(maxRunning).toBeLessThanOrEqual(2);
+  });
+
+  it('QueueEvents sees active and completed; flows complete children before parents', async () => {
+    const { QueueEvents, FlowProducer } = await import('bullmq');
+    const queue = bed.queue('flows');
+    const events = new QueueEvents('flows', { connection: bed.connection, prefix: bed.prefix });
+    bed.onClose(() => events.close());
+    await events.waitUntilReady();
+    const active: string[] = [];
+    const completed: string[] = [];
+    events.on('active', ({ jobId }) => active.push(jobId));
+    events.on('completed', ({ jobId }) => completed.push(jobId));
+    const order: string[] = [];
+    bed.worker('flows', async (job) => { order.push(job.name); }, { concurrency: 3, throttles: [Throttle.named('flowy').limit(2, 200)] });
+    const flow = new FlowProducer({ connection: bed.connection, prefix: bed.prefix });
+    bed.onClose(() => flow.close());
+    await flow.add({ name: 'parent', queueName: 'flows', children: [1, 2, 3].map((i) => ({ name: `child-${i}`, queueName: 'flows', data: {} })) });
+    await waitFor(() => order.length === 4, 10_000, 'the whole flow');
+    expect(order[3]).toBe('parent');
+    await waitFor(() => completed.length === 4, 5_000, 'completed events');
+    expect(active).toHaveLength(4);
+    expect(await accountFor(queue)).toBe(4);
+  });
+
+  it('re-delivers a stalled job, counting it as another delivery', async () => {
+    const queue = bed.queue('stalled');
+    await queue.add('stuck', {});
+    const starts: number[] = [];
+    // The first worker takes the job and never finishes it, nor renews its lock.
+    const first = bed.worker('stalled', async (job) => { starts.push(job.processedOn!); await new Promise(() => undefined); }, {
+      throttles: [Throttle.named('stall').limit(5, '1m')], lockDuration: 500, skipLockRenewal: true, stalledInterval: 300,
+    });
+    await waitFor(() => starts.length === 1, 10_000, 'the first delivery');
+    await first.close(true);
+    const second = bed.worker('stalled', async (job) => { starts.push(job.processedOn!); }, {
+      throttles: [Throttle.named('stall').limit(5, '1m')], lockDuration: 500, stalledInterval: 300,
+    });
+    await waitFor(() => starts.length === 2, 15_000, 'the re-delivery');
+    const counter = await redis.hget(`${bed.prefix}::throttle:{stall}:b:-:60000`, 'n');
+    expect(counter).toBe('2');
+    await second.close();
+  });
+});

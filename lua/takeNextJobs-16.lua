@@ -16,6 +16,7 @@
     KEYS[3]  prioritized   KEYS[8]  marker        KEYS[13] classes        (SET)
     KEYS[4]  events        KEYS[9]  ready-jobs    KEYS[14] stale          (SET)
     KEYS[5]  delayed       KEYS[10] ready-classes KEYS[15] class-state    (HASH class -> bucket id)
+                                                 KEYS[16] removed-held   (SET, see forgetRemovedJobs)
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")
     ARGV[2]  lockDuration (ms)   ARGV[3] worker name ('' for none)
     ARGV[4]  queue base of our keys     ARGV[5] throttle key prefix
@@ -47,7 +48,7 @@ local rcall = redis.call
 local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local classesKey, staleKey, classStateKey = KEYS[13], KEYS[14], KEYS[15]
+local classesKey, staleKey, classStateKey, removedHeldKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local jobPrefix = ARGV[1]
 local lockDuration = tonumber(ARGV[2])
 local workerName = ARGV[3] ~= '' and ARGV[3] or nil
@@ -108,11 +109,13 @@ local function checkClass(member)
 end
 
 local function deliver(jobId, counters)
-  deliveredCount = deliveredCount + 1
   if rcall('EXISTS', jobPrefix .. jobId) == 0 then
+    -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
+    if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
     dropped = dropped + 1
     return
   end
+  deliveredCount = deliveredCount + 1
   for _, counter in ipairs(counters) do addToken(counter, now, leaseMs) end
   rcall('LPUSH', activeKey, jobId)
   local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
