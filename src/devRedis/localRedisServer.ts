@@ -18,6 +18,8 @@ export interface LocalRedisOptions {
   /** Extra redis-server arguments, e.g. ['--maxmemory', '10mb']. */
   args?: string[];
   binary?: string;
+  /** Working directory (kept on stop): pass the same one to a restart to find its data again. */
+  dir?: string;
 }
 
 export function findRedisServerBinary(): string | undefined {
@@ -63,7 +65,8 @@ export async function startLocalRedisServer(options: LocalRedisOptions = {}): Pr
   }
   const port = options.port ?? (await freeLoopbackPort());
   // A private working directory so that nothing this server might write lands in the caller's tree.
-  const dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-redis-'));
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'bullmq-throttle-redis-'));
   const child: ChildProcess = spawn(binary, [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
     '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...(options.args ?? []),
@@ -76,7 +79,7 @@ export async function startLocalRedisServer(options: LocalRedisOptions = {}): Pr
   while (!(await ping(port))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
       throw new Error(`redis-server did not start on port ${port}: ${stderr.trim() || 'no answer to PING within 10 s'}`);
     }
     await new Promise((r) => setTimeout(r, 20));
@@ -93,7 +96,7 @@ export async function startLocalRedisServer(options: LocalRedisOptions = {}): Pr
         await exited;
         clearTimeout(timer);
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
