@@ -1,5 +1,7 @@
 import { bucketMemory } from './bucketMemory';
 import { grantThroughput } from './grantThroughput';
+import { limiterAccuracy } from './limiterAccuracy';
+import { workerThroughput } from './workerThroughput';
 import type { Benchmark } from './types';
 
 /**
@@ -10,4 +12,6 @@ import type { Benchmark } from './types';
 export const benchmarks: readonly Benchmark[] = [
   grantThroughput,
   bucketMemory,
+  workerThroughput,
+  limiterAccuracy,
 ];

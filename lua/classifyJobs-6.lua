@@ -41,9 +41,11 @@ local placedIds, gone, ready, filed, waitingOn = {}, {}, {}, {}, {}
 for i = 1, count do
   local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
-  local exists = leased[i] and rcall('EXISTS', jobPrefix .. jobId) == 1
-  if leased[i] and not exists then gone[#gone + 1] = jobId end
-  if exists then
+  -- A job removed since intake is let go here when its hash is gone; one removed later is dropped by
+  -- the delivery script when it comes up (see forgetRemovedJobs).
+  local keep = leased[i] and (attributes == '' or rcall('EXISTS', jobPrefix .. jobId) == 1)
+  if leased[i] and not keep then gone[#gone + 1] = jobId end
+  if keep then
     if attributes ~= '' then rcall('HSET', jobPrefix .. jobId, 'tha', attributes) end
     local sequence
     if lifo == '1' then
@@ -67,7 +69,6 @@ for i = 1, count do
     placedIds[#placedIds + 1] = jobId
   end
 end
--- Jobs removed while being classified are simply let go.
 if #gone > 0 then rcall('ZREM', intakeKey, unpack(gone)) end
 if #placedIds == 0 then return { 0 } end
 rcall('ZREM', intakeKey, unpack(placedIds))

@@ -38,7 +38,7 @@ for d = 1, deliveries do
   local fits = true
   for j = 1, c do
     local counter = counters[tonumber(ARGV[at + j])]
-    if counter.n >= counter.max then fits = false end
+    if not hasRoom(counter) then fits = false end
   end
   if fits then
     for j = 1, c do

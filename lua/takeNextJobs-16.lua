@@ -131,9 +131,9 @@ local function wait(member, order, bucket, atUs)
   waitingOn[member] = bucket.id
 end
 
--- Moves a ready job into its class's own list (its class waits on a bucket, or is stale).
-local function file(entry, member, jobId, order)
-  rcall('ZREM', readyJobsKey, entry)
+-- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
+-- removes it from ready-jobs.
+local function file(member, jobId, order)
   rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
   rcall('SADD', classesKey, member)
   local bucketId = waitingOn[member]
@@ -141,36 +141,53 @@ local function file(entry, member, jobId, order)
   if bucketId then rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member) end
 end
 
-local jobHead = rcall('ZRANGE', readyJobsKey, 0, 0, 'WITHSCORES')
+-- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
+-- only one taking from the front while it runs.
+local READ_CHUNK = 64
+local readyChunk, readyAt, readyTaken = {}, 1, 0
+local function jobHeadOf()
+  if readyAt > #readyChunk then
+    readyChunk = rcall('ZRANGE', readyJobsKey, readyTaken, readyTaken + READ_CHUNK - 1, 'WITHSCORES')
+    readyAt = 1
+  end
+  if readyAt > #readyChunk then return nil end
+  return readyChunk[readyAt], tonumber(readyChunk[readyAt + 1])
+end
+-- Classes wait on buckets rarely: with none waiting, no job's class needs looking up.
+local anyWaiting = rcall('HLEN', classStateKey) > 0
+
 local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
 while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
   if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
-  local fromJobs = #jobHead > 0 and (#classHead == 0 or tonumber(jobHead[2]) < tonumber(classHead[2]))
+  local entry, order = jobHeadOf()
+  local fromJobs = entry ~= nil and (#classHead == 0 or order < tonumber(classHead[2]))
   if fromJobs then
-    local entry, order = jobHead[1], tonumber(jobHead[2])
+    readyAt = readyAt + 2
+    readyTaken = readyTaken + 1
     local hash = string.find(entry, '#', 1, true)
     local member, jobId = string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1)
     local blockedOn = waitingOn[member]
-    if blockedOn == nil then blockedOn = rcall('HGET', classStateKey, member) or false; waitingOn[member] = blockedOn end
+    if blockedOn == nil then
+      blockedOn = anyWaiting and rcall('HGET', classStateKey, member) or false
+      waitingOn[member] = blockedOn
+    end
     if blockedOn then
-      file(entry, member, jobId, order)
+      file(member, jobId, order)
       budget = budget - 1
     else
       local counters, fullBucket, fullAtUs = checkClass(member)
       if counters == 'stale' then
-        file(entry, member, jobId, order)
+        file(member, jobId, order)
         rcall('SADD', staleKey, member)
         budget = budget - 1
       elseif counters == nil then
-        file(entry, member, jobId, order)
+        file(member, jobId, order)
         wait(member, order, fullBucket, fullAtUs)
         budget = budget - 1
       else
-        rcall('ZREM', readyJobsKey, entry)
         deliver(jobId, counters)
       end
     end
-    jobHead = rcall('ZRANGE', readyJobsKey, 0, 0, 'WITHSCORES')
   else
     if #classHead == 0 then break end
     local member, order = classHead[1], tonumber(classHead[2])
@@ -199,6 +216,7 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
   end
 end
 
+if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
 saveBucketCounters()
 if deliveredCount > 0 then rcall('HINCRBY', stateKey, 'held', -deliveredCount) end
 
@@ -208,7 +226,7 @@ local nextWakeMs, nextDelayedMs, stale = 0, 0, 0
 if #delivered < 2 * wanted then
   -- Some asked in vain: say when to look again.
   nextWakeMs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
-  if budget <= 0 and (#jobHead > 0 or #classHead > 0) then nextWakeMs = nowMs end
+  if budget <= 0 and (jobHeadOf() ~= nil or #classHead > 0) then nextWakeMs = nowMs end
   nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
   stale = rcall('SCARD', staleKey)
 end

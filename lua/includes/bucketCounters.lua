@@ -42,6 +42,7 @@ end
 local function bucketRoom(counters)
   local room = nil
   for _, counter in ipairs(counters) do
+    if not counter.swept then sweepCounter(counter, counter.nowUs) end
     local left = counter.max - counter.n
     if room == nil or left < room then room = left end
   end

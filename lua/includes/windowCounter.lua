@@ -6,6 +6,11 @@
     <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot], stored as
         count * scale + o, where (k - 1) * slot + o ms is the latest release time among them
 
+  Released slots are swept lazily: a stored n may still include released tokens, which only ever makes
+  it look fuller, so a counter with n < N has room without looking further; one that looks full is swept
+  before it refuses anything. Every W/8 a counter is swept anyway, which keeps the released slots it holds
+  to an eighth of a window's worth.
+
   A token granted at g with lease h is released at r = g + W + h. Its slot releases all its tokens at the
   latest r among them, never before any of them, so a count only ever errs on the safe side, and by less
   than one slot (W / SLOTS_PER_WINDOW) at worst; tokens granted together (the usual case under a backlog)
@@ -21,7 +26,8 @@ local function newCounter(key, max, windowMs)
   if slotMs < 1 then slotMs = 1 end
   return {
     key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
-    n = 0, lo = nil, hi = nil, added = {}, dirty = false,
+    lazySpan = math.floor(SLOTS_PER_WINDOW / 8),
+    n = 0, lo = nil, hi = nil, added = {}, dirty = false, swept = false,
   }
 end
 
@@ -38,6 +44,7 @@ end
 
 -- Drops every slot released by now, keeping n in step.
 local function sweepCounter(counter, nowUs)
+  counter.swept = true
   if counter.lo == nil then return end
   local key = counter.key
   local due = math.floor(nowUs / counter.slot)
@@ -80,11 +87,19 @@ end
 
 local function loadCounter(key, max, windowMs, nowUs)
   local counter = newCounter(key, max, windowMs)
-  local stored = rcall('HMGET', key, 'n', 'lo', 'hi')
+  local stored = rcall('HMGET', key, 'n', 'lo', 'hi', 'x')
   counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
-  counter.storedHi = counter.hi
-  sweepCounter(counter, nowUs)
+  counter.storedHi, counter.expiresAt, counter.nowUs = counter.hi, tonumber(stored[4]), nowUs
+  local due = math.floor(nowUs / counter.slot)
+  if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.lazySpan) then sweepCounter(counter, nowUs) end
   return counter
+end
+
+-- True when one more token fits; sweeps first when the stored count says full.
+local function hasRoom(counter)
+  if counter.n < counter.max then return true end
+  if not counter.swept then sweepCounter(counter, counter.nowUs) end
+  return counter.n < counter.max
 end
 
 local function addToken(counter, grantUs, leaseMs)
@@ -132,6 +147,7 @@ end
 -- The earliest time (us) at which the counter holds at most max - 1 tokens, given what is counted now.
 -- A full counter takes no more tokens within a script, so its answer is worked out once per script.
 local function roomAtUs(counter)
+  if hasRoom(counter) then return 0 end
   local excess = counter.n - counter.max + 1
   if excess <= 0 then return 0 end
   if counter.roomAtUs then return counter.roomAtUs end
@@ -170,6 +186,13 @@ local function saveCounter(counter)
     return
   end
   local fields = { 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi }
+  -- The key outlives its last release by up to W/8, so that most grants need not move its expiry.
+  local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
+  if expire then
+    counter.expiresAt = counter.hi + counter.lazySpan
+    fields[#fields + 1] = 'x'
+    fields[#fields + 1] = counter.expiresAt
+  end
   for k, added in pairs(counter.added) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
@@ -180,5 +203,5 @@ local function saveCounter(counter)
     fields[#fields + 1] = (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs
   end
   rcall('HSET', key, unpack(fields))
-  if counter.hi ~= counter.storedHi then rcall('PEXPIREAT', key, math.ceil(counter.hi * counter.slot / 1000)) end
+  if expire then rcall('PEXPIREAT', key, math.ceil(counter.expiresAt * counter.slot / 1000)) end
 end
