@@ -1,5 +1,6 @@
 import { bucketMemory } from './bucketMemory';
 import { grantThroughput } from './grantThroughput';
+import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
 import { workerThroughput } from './workerThroughput';
 import type { Benchmark } from './types';
@@ -14,4 +15,5 @@ export const benchmarks: readonly Benchmark[] = [
   bucketMemory,
   workerThroughput,
   limiterAccuracy,
+  headOfLine,
 ];

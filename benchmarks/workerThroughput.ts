@@ -4,6 +4,7 @@ import { Key } from '../src/declarations/Key';
 import { Throttle } from '../src/declarations/Throttle';
 import { ThrottledWorker } from '../src/worker/ThrottledWorker';
 import { addBacklog, BullmqRig, waitUntil } from './support/bullmqRig';
+import { loadNote } from './support/loadNote';
 import { commandsCalled, redisCpuDelta, redisCpuSnapshot } from './support/redisCpu';
 import { round, summarize } from './support/summary';
 import type { Benchmark, BenchmarkContext, Row } from './types';
@@ -105,6 +106,7 @@ export const workerThroughput: Benchmark = {
   name: 'workerThroughput',
   description: 'jobs/s of ThrottledWorker with throttles that never bind, against a plain bullmq Worker draining the same backlog',
   async run(context) {
+    const load = loadNote();
     const drains: Record<Kind, Drain[]> = { plain: [], throttled: [] };
     for (let run = 1; run <= RUNS; run++) {
       for (const kind of ['plain', 'throttled'] as const) {
@@ -147,6 +149,7 @@ export const workerThroughput: Benchmark = {
         '  Redis commands/job: every command Redis executed, those inside scripts included (the scripts, INFO, SCAN, DEL left out).',
         '  Counters are read as differences of snapshots (no CONFIG RESETSTAT); on a shared REDIS_URL they include other clients.',
         'Node and Redis share the machine\'s cores, so the ratio is set by whichever side saturates first.',
+        `${load} at start.`,
       ],
     };
   },
