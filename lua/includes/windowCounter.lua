@@ -8,8 +8,8 @@
 
   Released slots are swept lazily: a stored n may still include released tokens, which only ever makes
   it look fuller, so a counter with n < N has room without looking further; one that looks full is swept
-  before it refuses anything. Every W/8 a counter is swept anyway, which keeps the released slots it holds
-  to an eighth of a window's worth.
+  before it refuses anything. Once a window a counter is swept anyway, so that the released slots it
+  holds never outnumber a window's worth.
 
   A token granted at g with lease h is released at r = g + W + h. Its slot releases all its tokens at the
   latest r among them, never before any of them, so a count only ever errs on the safe side, and by less
@@ -26,7 +26,7 @@ local function newCounter(key, max, windowMs)
   if slotMs < 1 then slotMs = 1 end
   return {
     key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
-    lazySpan = math.floor(SLOTS_PER_WINDOW / 8),
+    sweepSpan = SLOTS_PER_WINDOW, expirySlack = math.floor(SLOTS_PER_WINDOW / 8),
     n = 0, lo = nil, hi = nil, added = {}, dirty = false, swept = false,
   }
 end
@@ -91,7 +91,7 @@ local function loadCounter(key, max, windowMs, nowUs)
   counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
   counter.storedHi, counter.expiresAt, counter.nowUs = counter.hi, tonumber(stored[4]), nowUs
   local due = math.floor(nowUs / counter.slot)
-  if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.lazySpan) then sweepCounter(counter, nowUs) end
+  if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.sweepSpan) then sweepCounter(counter, nowUs) end
   return counter
 end
 
@@ -189,7 +189,7 @@ local function saveCounter(counter)
   -- The key outlives its last release by up to W/8, so that most grants need not move its expiry.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   if expire then
-    counter.expiresAt = counter.hi + counter.lazySpan
+    counter.expiresAt = counter.hi + counter.expirySlack
     fields[#fields + 1] = 'x'
     fields[#fields + 1] = counter.expiresAt
   end

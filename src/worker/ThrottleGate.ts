@@ -107,16 +107,23 @@ export class ThrottleGate {
     const moveToDelayed = b.moveToDelayed.bind(b);
     const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
     b.moveToActive = (token: string, name?: string) => this.moveToActive(token, name ?? this.workerName);
-    b.moveToCompleted = (async (job, returnValue, removeOnComplete, token, fetchNext) => {
-      const done = await moveToCompleted(job, returnValue, removeOnComplete, token, false);
-      if (fetchesNext(fetchNext)) done.result = await this.moveToActive(token, this.workerName);
+    // The next fetch goes out right behind the completion on the same connection (one round trip, not
+    // two). Should the completion fail, the fetched job stays locked in active until bullmq's stalled
+    // check hands it back, as any job of a crashed worker.
+    const finishThenFetch = async <T extends { result?: unknown }>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> => {
+      if (!fetchesNext(fetchNext)) return finishing;
+      const next = this.moveToActive(token, this.workerName);
+      const done = await finishing.catch(async (error: unknown) => {
+        await next.catch(() => undefined);
+        throw error;
+      });
+      done.result = await next;
       return done;
-    }) as typeof b.moveToCompleted;
-    b.moveToFailed = (async (job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) => {
-      const done = await moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate);
-      if (fetchesNext(fetchNext)) done.result = await this.moveToActive(token, this.workerName);
-      return done;
-    }) as typeof b.moveToFailed;
+    };
+    b.moveToCompleted = ((job, returnValue, removeOnComplete, token, fetchNext) =>
+      finishThenFetch(moveToCompleted(job, returnValue, removeOnComplete, token, false), token, fetchNext)) as typeof b.moveToCompleted;
+    b.moveToFailed = ((job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) =>
+      finishThenFetch(moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate), token, fetchNext)) as typeof b.moveToFailed;
     b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {
       const result = await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false });
       return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName) : result;
