@@ -26,7 +26,7 @@ local function newCounter(key, max, windowMs)
   if slotMs < 1 then slotMs = 1 end
   return {
     key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
-    sweepSpan = SLOTS_PER_WINDOW, expirySlack = math.floor(SLOTS_PER_WINDOW / 8),
+    sweepSpan = SLOTS_PER_WINDOW,
     n = 0, lo = nil, hi = nil, added = {}, dirty = false, swept = false,
   }
 end
@@ -186,10 +186,10 @@ local function saveCounter(counter)
     return
   end
   local fields = { 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi }
-  -- The key outlives its last release by up to W/8, so that most grants need not move its expiry.
+  -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   if expire then
-    counter.expiresAt = counter.hi + counter.expirySlack
+    counter.expiresAt = counter.hi
     fields[#fields + 1] = 'x'
     fields[#fields + 1] = counter.expiresAt
   end
