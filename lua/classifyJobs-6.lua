@@ -8,7 +8,8 @@
     KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
     KEYS[6] class-state
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
-    ARGV[4] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
+    ARGV[4] throttle key prefix (for the per-throttle statistics of includes/throttleStats)
+    ARGV[5] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 
   Output:
     { placed } or { -1 } when the queue's config generation is no longer ARGV[3] (nothing is placed; the
@@ -17,29 +18,32 @@
 local rcall = redis.call
 
 --- @include "includes/schedulerKeys"
+--- @include "includes/windowCounter"
+--- @include "includes/bucketCounters"
+--- @include "includes/throttleStats"
 
 local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local jobPrefix, queueBase, gen = ARGV[1], ARGV[2], ARGV[3]
+local jobPrefix, queueBase, gen, throttlePrefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
 local ORDER_SPAN = 0x80000000
-local count = tonumber(ARGV[4])
+local count = tonumber(ARGV[5])
 local ids = {}
-for i = 1, count do ids[i] = ARGV[5 * i] end
+for i = 1, count do ids[i] = ARGV[5 * i + 1] end
 if count == 0 then return { 0 } end
 local leased = rcall('ZMSCORE', intakeKey, unpack(ids))
 
 -- Order numbers for the batch, allocated at once: lifo jobs count down from the middle, the rest up.
 local fifoCount, lifoCount = 0, 0
 for i = 1, count do
-  if ARGV[5 * i + 3] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
+  if ARGV[5 * i + 4] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
 end
 local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
 
 local placedIds, gone, ready, filed, waitingOn = {}, {}, {}, {}, {}
 for i = 1, count do
-  local at = 5 * i
+  local at = 5 * i + 1
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
   -- A job removed since intake is let go here when its hash is gone; one removed later is dropped by
   -- the delivery script when it comes up (see forgetRemovedJobs).
@@ -61,6 +65,8 @@ for i = 1, count do
     if bucketId then
       rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
       rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member)
+      noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
+      rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else
       ready[#ready + 1] = order

@@ -30,6 +30,8 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
     local counter = counterCache[key]
     if counter == nil then
       counter = loadCounter(key, limit.max, limit.windowMs, nowUs)
+      -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
+      counter.statsBase, counter.bucket = throttlePrefix .. '{' .. bucket.name .. '}', bucket.bucket
       counterCache[key] = counter
       counterList[#counterList + 1] = counter
     end

@@ -181,6 +181,14 @@ end
 local function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
+  if counter.statsBase and counter.n >= counter.max and next(counter.added) ~= nil then
+    -- Just filled: note it in the throttle's :full index; room returns no sooner than its earliest slot's
+    -- start. (Swept first, so that what is written below is the swept count.)
+    if not counter.swept then sweepCounter(counter, counter.nowUs) end
+    if counter.n >= counter.max then
+      rcall('ZADD', counter.statsBase .. ':full', 'GT', math.floor((counter.lo - 1) * counter.slot / 1000), counter.bucket)
+    end
+  end
   if counter.n <= 0 then
     rcall('DEL', key)
     return
@@ -203,5 +211,10 @@ local function saveCounter(counter)
     fields[#fields + 1] = (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs
   end
   rcall('HSET', key, unpack(fields))
-  if expire then rcall('PEXPIREAT', key, math.ceil(counter.expiresAt * counter.slot / 1000)) end
+  if expire then
+    local expiresAtMs = math.ceil(counter.expiresAt * counter.slot / 1000)
+    rcall('PEXPIREAT', key, expiresAtMs)
+    if counter.statsBase then rcall('ZADD', counter.statsBase .. ':active', 'GT', expiresAtMs, counter.bucket) end
+  end
+
 end

@@ -32,6 +32,12 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:returned`;
   }
 
+  /** Statistics kept as deliveries happen (see lua/includes/throttleStats.lua). */
+  throttleStats(name: string): { active: string; full: string; waiting: string; stats: string; recent: string } {
+    const base = this.throttleBase(name);
+    return { active: `${base}:active`, full: `${base}:full`, waiting: `${base}:waiting`, stats: `${base}:stats`, recent: `${base}:recent` };
+  }
+
   /** HASH windowMs -> N: the effective limits of a throttle, merged from every live declaration. */
   effectiveLimits(name: string): string {
     return `${this.throttleBase(name)}:limits`;
@@ -64,6 +70,7 @@ export class ThrottleKeys {
       stale: `${base}:stale`,
       intake: `${base}:intake`,
       removedHeld: `${base}:removed-held`,
+      blockedSince: `${base}:blocked-since`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
     };
@@ -90,6 +97,8 @@ export interface QueueThrottleKeys {
   readonly intake: string;
   /** SET of held job ids removed by someone else and no longer counted as held (see forgetRemovedJobs). */
   readonly removedHeld: string;
+  /** ZSET class -> ms (Redis clock) it began to wait on a full bucket. */
+  readonly blockedSince: string;
   /** ZSET job id -> order: the jobs of one class (the set of buckets they draw from) that met a full bucket. */
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */

@@ -287,7 +287,7 @@ export class ThrottleGate {
     const q = this.queueKeys;
     const raw = (await this.runner!.run('takeNextJobs', [
       keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld,
+      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
     ], [
       keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
       tokens.length, ...tokens,
@@ -361,7 +361,7 @@ export class ThrottleGate {
     for (let attempt = 0; attempt < 3; attempt++) {
       const config = this.config!;
       const placements = records.map((record): Placement => this.classifier.place(record, config));
-      const args: (string | number)[] = [this.backend!.keys[''], this.queueKeys.base, config.gen, placements.length];
+      const args: (string | number)[] = [this.backend!.keys[''], this.queueKeys.base, config.gen, this.keys.throttlePrefix, placements.length];
       for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
       const q = this.queueKeys;
       const [placed] = (await this.runner!.run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, this.backend!.keys.marker, q.classState], args)) as number[];
@@ -384,8 +384,8 @@ export class ThrottleGate {
           const members = await this.staleClasses(gen);
           if (members.length === 0) return;
           const q = this.queueKeys;
-          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState], [
-            this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, ...members,
+          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince], [
+            this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, this.keys.throttlePrefix, ...members,
           ])) as unknown[];
           const records = intakeRecords(reply);
           if (records.length > 0) await this.place(records);

@@ -17,6 +17,7 @@
     KEYS[4]  events        KEYS[9]  ready-jobs    KEYS[14] stale          (SET)
     KEYS[5]  delayed       KEYS[10] ready-classes KEYS[15] class-state    (HASH class -> bucket id)
                                                  KEYS[16] removed-held   (SET, see forgetRemovedJobs)
+                                                 KEYS[17] blocked-since  (ZSET class -> ms it began to wait)
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")
     ARGV[2]  lockDuration (ms)   ARGV[3] worker name ('' for none)
     ARGV[4]  queue base of our keys     ARGV[5] throttle key prefix
@@ -40,6 +41,7 @@ local rcall = redis.call
 --- @include "includes/windowCounter"
 --- @include "includes/schedulerKeys"
 --- @include "includes/bucketCounters"
+--- @include "includes/throttleStats"
 --- @include "bullmq/includes/getQueueMetadata"
 --- @include "bullmq/includes/getNextDelayedTimestamp"
 --- @include "bullmq/includes/promoteDelayedJobs"
@@ -48,7 +50,7 @@ local rcall = redis.call
 local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local classesKey, staleKey, classStateKey, removedHeldKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local classesKey, staleKey, classStateKey, removedHeldKey, blockedSinceKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
 local jobPrefix = ARGV[1]
 local lockDuration = tonumber(ARGV[2])
 local workerName = ARGV[3] ~= '' and ARGV[3] or nil
@@ -72,10 +74,15 @@ for _, bucketId in ipairs(due) do
   local waiting = waitersKey(queueBase, bucketId)
   if room > 0 then
     local woken = rcall('ZPOPMIN', waiting, room)
+    local released = 0
     for i = 1, #woken, 2 do
       rcall('ZADD', readyClassesKey, woken[i + 1], woken[i])
       rcall('HDEL', classStateKey, woken[i])
+      rcall('ZREM', blockedSinceKey, woken[i])
+      released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
     end
+    noteWaiting(throttlePrefix, parseBucketId(bucketId), -released)
+    if released > 0 then rcall('HINCRBY', stateKey, 'blocked', -released) end
   end
   if rcall('EXISTS', waiting) == 0 then
     rcall('ZREM', wakeupsKey, bucketId)
@@ -92,7 +99,7 @@ local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
 local delivered, dropped, deliveredCount = {}, 0, 0
 local waitingOn = {}
 
--- The class's counters, or nil and the bucket it must wait on (with when it has room), or 'stale'.
+-- The class's counters and buckets, or nil and the bucket it must wait on (with when it has room), or 'stale'.
 local function checkClass(member)
   local memberGen, buckets = parseClass(member)
   if memberGen ~= gen then return 'stale' end
@@ -105,10 +112,10 @@ local function checkClass(member)
     if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, bucket end
   end
   if fullBucket then return nil, fullBucket, fullAtUs end
-  return counters
+  return counters, buckets
 end
 
-local function deliver(jobId, counters)
+local function deliver(jobId, counters, buckets)
   if rcall('EXISTS', jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
     if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
@@ -117,6 +124,7 @@ local function deliver(jobId, counters)
   end
   deliveredCount = deliveredCount + 1
   for _, counter in ipairs(counters) do addToken(counter, now, leaseMs) end
+  for _, bucket in ipairs(buckets) do noteDelivered(bucket) end
   rcall('LPUSH', activeKey, jobId)
   local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMs, nil, nil, markerKey, lockOpts)
@@ -128,6 +136,11 @@ local function wait(member, order, bucket, atUs)
   rcall('HSET', classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(queueBase, bucket.id), order, member)
   rcall('ZADD', wakeupsKey, math.ceil(atUs / 1000), bucket.id)
+  rcall('ZADD', blockedSinceKey, 'NX', nowMs, member)
+  noteFull(throttlePrefix, bucket, math.ceil(atUs / 1000))
+  local held = rcall('ZCARD', classJobsKey(queueBase, member))
+  noteWaiting(throttlePrefix, bucket, held)
+  rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
 end
 
@@ -137,8 +150,12 @@ local function file(member, jobId, order)
   rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
   rcall('SADD', classesKey, member)
   local bucketId = waitingOn[member]
-  -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
-  if bucketId then rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member) end
+  if bucketId then
+    -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
+    rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member)
+    noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
+    rcall('HINCRBY', stateKey, 'blocked', 1)
+  end
 end
 
 -- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
@@ -175,35 +192,35 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
       file(member, jobId, order)
       budget = budget - 1
     else
-      local counters, fullBucket, fullAtUs = checkClass(member)
+      local counters, bucketsOrFull, fullAtUs = checkClass(member)
       if counters == 'stale' then
         file(member, jobId, order)
         rcall('SADD', staleKey, member)
         budget = budget - 1
       elseif counters == nil then
         file(member, jobId, order)
-        wait(member, order, fullBucket, fullAtUs)
+        wait(member, order, bucketsOrFull, fullAtUs)
         budget = budget - 1
       else
-        deliver(jobId, counters)
+        deliver(jobId, counters, bucketsOrFull)
       end
     end
   else
     if #classHead == 0 then break end
     local member, order = classHead[1], tonumber(classHead[2])
     local classKey = classJobsKey(queueBase, member)
-    local counters, fullBucket, fullAtUs = checkClass(member)
+    local counters, bucketsOrFull, fullAtUs = checkClass(member)
     if counters == 'stale' then
       rcall('ZREM', readyClassesKey, member)
       rcall('SADD', staleKey, member)
       budget = budget - 1
     elseif counters == nil then
       rcall('ZREM', readyClassesKey, member)
-      wait(member, order, fullBucket, fullAtUs)
+      wait(member, order, bucketsOrFull, fullAtUs)
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)
-      if #popped > 0 then deliver(popped[1], counters) end
+      if #popped > 0 then deliver(popped[1], counters, bucketsOrFull) end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then
         rcall('ZREM', readyClassesKey, member)
@@ -218,6 +235,7 @@ end
 
 if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
 saveBucketCounters()
+saveThrottleStats(throttlePrefix, nowMs)
 if deliveredCount > 0 then rcall('HINCRBY', stateKey, 'held', -deliveredCount) end
 
 local unclassified = 0

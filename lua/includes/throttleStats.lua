@@ -1,0 +1,54 @@
+--[[
+  Statistics kept as deliveries happen, so that stats never scan buckets. Per throttle (under its base
+  "<throttlePrefix>{<encoded name>}"):
+    :active   ZSET bucket -> ms when its last counted token is released (buckets with deliveries in the window)
+    :full     ZSET bucket -> ms when room returns, at the earliest (buckets at their limit)
+    :waiting  ZSET bucket -> jobs held because that bucket is full
+    :stats    HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting)
+    :recent   HASH slot of W/60 of the longest window -> deliveries in it
+  Needs includes/schedulerKeys and includes/bucketCounters (throttleLimits).
+]]
+local deliveredByThrottle = {}
+
+local function statsBase(throttlePrefix, encodedName)
+  return throttlePrefix .. '{' .. encodedName .. '}'
+end
+
+local function noteDelivered(bucket)
+  deliveredByThrottle[bucket.name] = (deliveredByThrottle[bucket.name] or 0) + 1
+end
+
+-- delta jobs start (+) or stop (-) being held by a full bucket.
+local function noteWaiting(throttlePrefix, bucket, delta)
+  if delta == 0 then return end
+  local base = statsBase(throttlePrefix, bucket.name)
+  local left = tonumber(rcall('ZINCRBY', base .. ':waiting', delta, bucket.bucket))
+  if left <= 0 then rcall('ZREM', base .. ':waiting', bucket.bucket) end
+  rcall('HINCRBY', base .. ':stats', 'waiting', delta)
+  if delta > 0 then rcall('HINCRBY', base .. ':stats', 'limited', delta) end
+end
+
+local function noteFull(throttlePrefix, bucket, roomAtMs)
+  rcall('ZADD', statsBase(throttlePrefix, bucket.name) .. ':full', roomAtMs, bucket.bucket)
+end
+
+local function saveThrottleStats(throttlePrefix, nowMs)
+  for encodedName, count in pairs(deliveredByThrottle) do
+    local base = statsBase(throttlePrefix, encodedName)
+    rcall('HINCRBY', base .. ':stats', 'delivered', count)
+    local limits = throttleLimits(throttlePrefix, encodedName)
+    if limits then
+      local longest = 0
+      for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
+      local slotMs = math.max(1, math.floor(longest / 60))
+      local slot = math.floor(nowMs / slotMs)
+      if tonumber(rcall('HINCRBY', base .. ':recent', slot, count)) == count then
+        -- A new slot: forget the ones a window and more behind, and let the hash lapse when idle.
+        local old = {}
+        for k = slot - 120, slot - 61 do old[#old + 1] = k end
+        rcall('HDEL', base .. ':recent', unpack(old))
+        rcall('PEXPIRE', base .. ':recent', 2 * longest + slotMs)
+      end
+    end
+  end
+end

@@ -1,0 +1,74 @@
+import { KeyPart, KeyValue } from '../declarations/Key';
+import { Limit } from '../declarations/Limit';
+import { Missing } from '../declarations/Missing';
+
+/** A throttle as it applies after combining every live declaration. */
+export interface ThrottleSummary {
+  name: string;
+  /** Effective limits: every declared limit, the smallest N per window. */
+  limits: Limit[];
+  /** Key parts, as Key.data('customer') etc.; null for an unkeyed throttle. */
+  key: string[] | null;
+  keyParts: KeyPart[] | null;
+  missing: Missing;
+  /** Live ThrottledWorkers declaring it (on any queue for throttleStats, on this queue for queueStats). */
+  declaredBy: number;
+}
+
+export interface QueueStats {
+  queue: string;
+  /** bullmq's own counts (queue.getJobCounts()). */
+  counts: Record<string, number>;
+  /** Jobs the throttle layer holds: with counts, every job of the queue. */
+  throttled: number;
+  /** Of those, held because a bucket they draw from has no room. */
+  heldByFullBuckets: number;
+  /** Being classified right now. */
+  classifying: number;
+  /** Every throttle in effect on the queue. */
+  throttles: ThrottleSummary[];
+  /** Live ThrottledWorkers of the queue. */
+  throttledWorkers: number;
+  /** Worker connections consuming the queue that are not ThrottledWorkers (null where CLIENT LIST is refused). */
+  plainWorkers: number | null;
+  /** How long the longest-waiting held job's class has waited on a full bucket (ms; null when none waits). */
+  oldestHeldMs: number | null;
+  /** Redis time of the answer (ms). */
+  at: number;
+}
+
+export interface BucketSummary {
+  /** The key values (null for the shared bucket of jobs missing the key; [] for an unkeyed throttle). */
+  key: KeyValue[] | null;
+  waiting: number;
+}
+
+export interface ThrottleStats extends ThrottleSummary {
+  /** Queues where a live worker declares it. */
+  queues: string[];
+  /** Buckets with deliveries still inside the longest window. */
+  activeBuckets: number;
+  /** Buckets with no room right now. */
+  bucketsAtLimit: number;
+  /** Jobs held because one of its buckets has no room. */
+  waiting: number;
+  /** The buckets with the most jobs waiting, most first. */
+  topBuckets: BucketSummary[];
+  /** Per limit: deliveries in the last window (all buckets together), against the limit. */
+  lastWindow: { windowMs: number; max: number; delivered: number }[];
+  /** Since the throttle's keys were created. */
+  deliveredTotal: number;
+  limitedTotal: number;
+  at: number;
+}
+
+export interface BucketStats {
+  throttle: string;
+  key: KeyValue[] | null;
+  /** Per limit: tokens counted in the window now. */
+  limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
+  waiting: number;
+  /** When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now. */
+  nextRoomAt: number;
+  at: number;
+}
