@@ -23,3 +23,8 @@ export type { ThrottledCount, QueueLike } from './worker/getThrottledCount';
 export { SUPPORTED_BULLMQ_RANGE, assertSupportedBullmq } from './worker/bullmqVersion';
 export { UnsupportedBullmqError } from './errors/UnsupportedBullmqError';
 export { mostInAnyWindow } from './check/mostInAnyWindow';
+export { ThrottleAdmin } from './admin/ThrottleAdmin';
+export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
+export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSummary } from './admin/types';
+export { UnknownQueueError } from './errors/UnknownQueueError';
+export { UnknownThrottleError } from './errors/UnknownThrottleError';

@@ -1,0 +1,228 @@
+import { Queue } from 'bullmq';
+import { describeKeyPart, KeyValue } from '../declarations/Key';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { InvalidGrantError } from '../errors/InvalidGrantError';
+import { UnknownQueueError } from '../errors/UnknownQueueError';
+import { UnknownThrottleError } from '../errors/UnknownThrottleError';
+import { decodeBucket, encodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
+import { effectiveThrottle, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
+import { getThrottledCount } from '../worker/getThrottledCount';
+import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
+import { readCounter } from './readCounter';
+import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
+import pino from 'pino';
+
+export interface ThrottleAdminOptions {
+  /** ioredis options, a redis:// URL, or an ioredis client (which the admin then never closes). */
+  connection: ConnectionInput;
+  /** Key prefix, as bullmq's `prefix` (default 'bull'). */
+  prefix?: string;
+}
+
+/**
+ * Answers why a queue is paced, from what the workers keep as they deliver: no call scans buckets,
+ * whatever their number. Read-only, but for dropping held jobs that were removed from outside from the
+ * held count (as getThrottledCount does).
+ */
+export class ThrottleAdmin {
+  readonly keys: ThrottleKeys;
+  private readonly connection: OwnedClient;
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(options: ThrottleAdminOptions) {
+    this.keys = new ThrottleKeys(options.prefix ?? 'bull');
+    this.connection = openClient(options.connection, { maxRetriesPerRequest: null });
+  }
+
+  private get client(): RedisClient {
+    return this.connection.client;
+  }
+
+  private async nowMs(): Promise<number> {
+    const [seconds, micros] = await this.client.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /** Every live ThrottledWorker's declarations (entries whose worker stopped refreshing them are left out). */
+  async liveEntries(nowMs?: number): Promise<RegistryEntry[]> {
+    const now = nowMs ?? (await this.nowMs());
+    const [alive, raw] = await Promise.all([
+      this.client.zrangebyscore(this.keys.registryAlive, `(${now}`, '+inf'),
+      this.client.hgetall(this.keys.registryDeclarations),
+    ]);
+    const live = new Set(alive);
+    const entries: RegistryEntry[] = [];
+    for (const [workerId, json] of Object.entries(raw)) {
+      if (!live.has(workerId)) continue;
+      try {
+        entries.push(JSON.parse(json) as RegistryEntry);
+      } catch {
+        // Not an entry this version can read: it lapses with its worker.
+      }
+    }
+    return entries;
+  }
+
+  /** Queue and throttle names with live declarations: what the metrics report on. */
+  async live(): Promise<{ queues: string[]; throttles: { name: string; queues: string[] }[] }> {
+    const entries = await this.liveEntries();
+    const byThrottle = new Map<string, Set<string>>();
+    for (const entry of entries) {
+      for (const declaration of entry.declarations) {
+        if (!byThrottle.has(declaration.name)) byThrottle.set(declaration.name, new Set());
+        byThrottle.get(declaration.name)!.add(entry.queue);
+      }
+    }
+    return {
+      queues: [...new Set(entries.map((entry) => entry.queue))].sort(),
+      throttles: [...byThrottle].map(([name, queues]) => ({ name, queues: [...queues].sort() })).sort((a, b) => a.name.localeCompare(b.name)),
+    };
+  }
+
+  private queueFor(name: string): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.client as never, prefix: this.keys.prefix });
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  private summary(throttle: EffectiveThrottle, declaredBy: number): ThrottleSummary {
+    return {
+      name: throttle.name,
+      limits: throttle.limits.map((limit) => ({ ...limit })),
+      key: throttle.keyParts ? throttle.keyParts.map(describeKeyPart) : null,
+      keyParts: throttle.keyParts ? [...throttle.keyParts] : null,
+      missing: throttle.missing,
+      declaredBy,
+    };
+  }
+
+  async queueStats(queue: string): Promise<QueueStats> {
+    const now = await this.nowMs();
+    const entries = await this.liveEntries(now);
+    const mine = entries.filter((entry) => entry.queue === queue);
+    const q = this.queueKeys(queue);
+    const known = mine.length > 0 || (await this.client.exists(q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`)) > 0;
+    if (!known) {
+      throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.`);
+    }
+    const bull = this.queueFor(queue);
+    const [counts, held, blocked, oldest, consumers] = await Promise.all([
+      bull.getJobCounts(),
+      getThrottledCount(bull),
+      this.client.hget(q.state, 'blocked'),
+      this.client.zrange(q.blockedSince, '0', '0', 'WITHSCORES'),
+      new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
+    ]);
+    const config = queueConfigFrom(entries, queue);
+    return {
+      queue,
+      counts,
+      throttled: held.throttled,
+      heldByFullBuckets: Math.max(0, Number(blocked ?? 0)),
+      classifying: held.classifying,
+      throttles: config.throttles.map((t) => this.summary(t, mine.filter((e) => e.declarations.some((d) => d.name === t.name)).length)),
+      throttledWorkers: mine.length,
+      plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
+      oldestHeldMs: oldest.length === 2 ? Math.max(0, now - Number(oldest[1])) : null,
+      at: now,
+    };
+  }
+
+  private queueKeys(queue: string) {
+    return this.keys.queue(queue);
+  }
+
+  private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
+    if (!entries.some((entry) => entry.declarations.some((d) => d.name === name))) {
+      throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker under prefix '${this.keys.prefix}': check the name and --prefix.`);
+    }
+    return effectiveThrottle(entries, name);
+  }
+
+  async throttleStats(name: string, options: { top?: number } = {}): Promise<ThrottleStats> {
+    const top = options.top ?? 10;
+    const now = await this.nowMs();
+    const entries = await this.liveEntries(now);
+    const throttle = await this.effective(name, entries);
+    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+    const k = this.keys.throttleStats(name);
+    const [activeBuckets, bucketsAtLimit, totals, topRaw, recent] = await Promise.all([
+      this.client.zcount(k.active, `(${now}`, '+inf'),
+      this.client.zcount(k.full, `(${now}`, '+inf'),
+      this.client.hmget(k.stats, 'waiting', 'delivered', 'limited'),
+      top > 0 ? this.client.zrevrangebyscore(k.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
+      this.client.hgetall(k.recent),
+    ]);
+    const topBuckets: BucketSummary[] = [];
+    for (let i = 0; i < topRaw.length; i += 2) {
+      const decoded = decodeBucket(topRaw[i]);
+      topBuckets.push({ key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting: Number(topRaw[i + 1]) });
+    }
+    const longest = Math.max(...throttle.limits.map((l) => l.windowMs));
+    const slotMs = Math.max(1, Math.floor(longest / 60));
+    const lastWindow = await Promise.all(throttle.limits.map(async (limit) => {
+      let delivered = 0;
+      if (!throttle.keyParts) {
+        // One bucket: its counter says exactly what is counted in the window.
+        delivered = readCounter(await this.client.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
+      } else {
+        for (const [slot, count] of Object.entries(recent)) if ((Number(slot) + 1) * slotMs > now - limit.windowMs) delivered += Number(count);
+      }
+      return { windowMs: limit.windowMs, max: limit.max, delivered };
+    }));
+    return {
+      ...this.summary(throttle, declaring.length),
+      queues: [...new Set(declaring.map((entry) => entry.queue))].sort(),
+      activeBuckets,
+      bucketsAtLimit,
+      waiting: Math.max(0, Number(totals[0] ?? 0)),
+      topBuckets,
+      lastWindow,
+      deliveredTotal: Number(totals[1] ?? 0),
+      limitedTotal: Number(totals[2] ?? 0),
+      at: now,
+    };
+  }
+
+  /** One bucket: `key` holds its key values; null (or omitted) for an unkeyed throttle, or the missing-key bucket. */
+  async throttleBucket(name: string, key: readonly KeyValue[] | null = null): Promise<BucketStats> {
+    const now = await this.nowMs();
+    const throttle = await this.effective(name, await this.liveEntries(now));
+    let bucket: string;
+    if (!throttle.keyParts) {
+      if (key && key.length > 0) throw new InvalidGrantError(`throttle '${name}' has no key, so it has one bucket: ask for it without key values.`);
+      bucket = UNKEYED_BUCKET;
+    } else if (key === null || key.length === 0) {
+      bucket = MISSING_KEY_BUCKET;
+    } else {
+      if (key.length !== throttle.keyParts.length) {
+        throw new InvalidGrantError(`throttle '${name}' has a key of ${throttle.keyParts.length} part(s) (${throttle.keyParts.map(describeKeyPart).join(', ')}), but ${key.length} value(s) were given.`);
+      }
+      bucket = encodeBucket(key, name);
+    }
+    const limits = await Promise.all(throttle.limits.map(async (limit) => {
+      const reading = readCounter(await this.client.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
+      return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
+    }));
+    const waiting = Number((await this.client.zscore(this.keys.throttleStats(name).waiting, bucket)) ?? 0);
+    const roomTimes = limits.map((l) => l.roomAt).filter((t): t is number => t !== null);
+    return {
+      throttle: name,
+      key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
+      limits,
+      waiting,
+      nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
+      at: now,
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const queue of this.queues.values()) await queue.close().catch(() => undefined);
+    await closeClient(this.connection);
+  }
+}
