@@ -9,7 +9,7 @@
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
-    { nowMs, worker id, JSON, worker id, JSON, ... } for every live entry
+    { nowMs, L, lapsed worker id x L, then worker id, JSON, worker id, JSON, ... for every live entry }
 ]]
 local rcall = redis.call
 
@@ -29,7 +29,8 @@ if #lapsed > 0 then
   rcall('HDEL', entriesKey, unpack(lapsed))
   rcall('ZREM', aliveKey, unpack(lapsed))
 end
-local reply = { nowMs }
+local reply = { nowMs, #lapsed }
+for _, workerId in ipairs(lapsed) do reply[#reply + 1] = workerId end
 local flat = rcall('HGETALL', entriesKey)
 for i = 1, #flat do reply[#reply + 1] = flat[i] end
 return reply

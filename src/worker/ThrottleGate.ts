@@ -148,6 +148,8 @@ export class ThrottleGate {
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger);
         await this.refreshConfig(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
+        logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
+        this.watchConnection(client);
         break;
       } catch (error) {
         if (error instanceof ThrottleConflictError) {
@@ -172,6 +174,20 @@ export class ThrottleGate {
     this.refreshing ??= this.beat().finally(() => { this.refreshing = undefined; });
   }
 
+  /** Logs Redis connection losses and recoveries of this worker's connection. */
+  private watchConnection(client: RedisClient): void {
+    let lost = false;
+    const { logger, queue } = this.options;
+    client.on('reconnecting', () => {
+      if (!lost) logger.warn({ queue }, 'lost the Redis connection; reconnecting');
+      lost = true;
+    });
+    client.on('ready', () => {
+      if (lost) logger.info({ queue }, 'reconnected to Redis');
+      lost = false;
+    });
+  }
+
   private async beat(): Promise<void> {
     try {
       await this.refreshConfig(false);
@@ -187,7 +203,10 @@ export class ThrottleGate {
   /** Re-reads the live declarations, publishes what they add up to, and reclassifies on a change. */
   private async refreshConfig(starting: boolean): Promise<void> {
     if (!this.registry || this.closed) return;
-    const entries = await this.registry.refresh();
+    const { entries, lapsed } = await this.registry.refresh();
+    if (lapsed.length > 0) {
+      this.options.logger.warn({ queue: this.options.queue, workers: lapsed }, 'declarations of workers that stopped refreshing them lapsed');
+    }
     let config: QueueConfig;
     try {
       config = queueConfigFrom(entries, this.options.queue);

@@ -15,30 +15,38 @@ export class DeclarationRegistry {
     readonly ttlMs: number,
   ) {}
 
-  /** Records this worker's declarations again and returns every live entry. */
-  refresh(): Promise<RegistryEntry[]> {
+  /** Records this worker's declarations again; returns every live entry and the workers whose entries just lapsed. */
+  refresh(): Promise<RegistrySnapshot> {
     return this.call(JSON.stringify(this.entry));
   }
 
   /** Removes this worker's declarations and returns the live entries that remain. */
-  withdraw(): Promise<RegistryEntry[]> {
-    return this.call('');
+  async withdraw(): Promise<RegistryEntry[]> {
+    return (await this.call('')).entries;
   }
 
-  private async call(json: string): Promise<RegistryEntry[]> {
+  private async call(json: string): Promise<RegistrySnapshot> {
     const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive], [
       this.entry.workerId, json, this.ttlMs,
     ])) as string[];
+    const lapsedCount = Number(reply[1]);
+    const lapsed = reply.slice(2, 2 + lapsedCount).map(String);
     const entries: RegistryEntry[] = [];
-    for (let i = 1; i < reply.length; i += 2) {
+    for (let i = 2 + lapsedCount; i < reply.length; i += 2) {
       try {
         entries.push(JSON.parse(reply[i + 1]) as RegistryEntry);
       } catch {
         // An entry this version cannot read is not ours to interpret; it lapses with its worker.
       }
     }
-    return entries;
+    return { entries, lapsed };
   }
+}
+
+export interface RegistrySnapshot {
+  entries: RegistryEntry[];
+  /** Workers whose declarations lapsed just now: they stopped refreshing them (crashed, or cut off). */
+  lapsed: string[];
 }
 
 /** A declaration as it travels through the registry: plain data, no class. */

@@ -5,7 +5,7 @@ import { Key, mostInAnyWindow, Throttle, ThrottleConflictError } from '../../src
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
-import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { capturingLogger, waitFor, WorkerTestBed } from '../support/bullmq';
 
 async function effectiveLimits(redis: Redis, prefix: string, name: string): Promise<Record<string, string>> {
   return redis.hgetall(new ThrottleKeys(prefix).effectiveLimits(name));
@@ -86,7 +86,8 @@ describe('declarations across workers', () => {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-    const survivor = bed.worker('crash', null, { throttles: [Throttle.named('api').limit(8, '1s')], declarationTtlMs: ttlMs });
+    const { logger, lines } = capturingLogger();
+    const survivor = bed.worker('crash', null, { throttles: [Throttle.named('api').limit(8, '1s')], declarationTtlMs: ttlMs, logger });
     await survivor.waitUntilReady();
     expect(await effectiveLimits(redis, bed.prefix, 'api')).toEqual({ '1000': '2' });
     child.kill('SIGKILL');
@@ -94,6 +95,7 @@ describe('declarations across workers', () => {
     await waitFor(async () => (await effectiveLimits(redis, bed.prefix, 'api'))['1000'] === '8', 10_000, 'the lapsed declaration to lift');
     // Bounded: within the time to live plus one heartbeat of the survivor.
     expect(Date.now() - killedAt).toBeLessThan(ttlMs + ttlMs / 3 + 1000);
+    expect(lines.some((l) => /stopped refreshing them lapsed/.test(l.msg))).toBe(true);
   });
 });
 

@@ -46,8 +46,9 @@ describe('resilience', () => {
     let restarted: Awaited<ReturnType<typeof startLocalRedisServer>> | undefined;
     const connection = { ...connectionFor(server.url), retryStrategy: () => 100 };
     const processed: string[] = [];
+    const { logger, lines } = capturingLogger();
     const worker = new ThrottledWorker('restart', async (job) => { processed.push(job.id!); }, {
-      connection, prefix: 'resilience', concurrency: 2, throttles: [Throttle.named('api').limit(5, 500)],
+      connection, prefix: 'resilience', concurrency: 2, throttles: [Throttle.named('api').limit(5, 500)], logger,
     });
     worker.on('error', () => undefined);
     const queue = new Queue('restart', { connection, prefix: 'resilience' });
@@ -63,6 +64,9 @@ describe('resilience', () => {
       // At-least-once as bullmq: a job in flight at the crash may run again; none is lost.
       expect(new Set(processed).size).toBe(30);
       expect(processed.length).toBeLessThanOrEqual(30 + 2);
+      expect(lines.some((l) => l.msg === 'throttle declarations registered')).toBe(true);
+      expect(lines.some((l) => /lost the Redis connection/.test(l.msg))).toBe(true);
+      expect(lines.some((l) => l.msg === 'reconnected to Redis')).toBe(true);
     } finally {
       await worker.close().catch(() => undefined);
       await queue.close().catch(() => undefined);
