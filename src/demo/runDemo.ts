@@ -5,6 +5,8 @@
 import { Job, Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { Key, Missing, mostInAnyWindow, Throttle, ThrottledWorker } from '../index';
+import IORedis from 'ioredis';
+import { deleteKeysUnder } from '../redis/keysUnder';
 import { demoRedis } from './demoRedis';
 import { DemoView, BucketRow } from './demoView';
 
@@ -93,10 +95,8 @@ async function main(): Promise<void> {
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
-  const { default: IORedis } = await import('ioredis');
   const redis = new IORedis(connection);
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
+  await deleteKeysUnder(redis, prefix);
   await redis.quit();
   await server?.stop();
   process.exitCode = ok ? 0 : 1;
