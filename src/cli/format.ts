@@ -1,0 +1,81 @@
+import { KeyValue } from '../declarations/Key';
+import { Limit } from '../declarations/Limit';
+import { formatWindow } from '../declarations/window';
+
+/** '100 per 1s'. */
+export function formatLimit(limit: Limit): string {
+  return `${limit.max} per ${formatWindow(limit.windowMs)}`;
+}
+
+export function formatLimits(limits: readonly Limit[]): string {
+  return limits.map(formatLimit).join(', ');
+}
+
+/** '1,234'. */
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** 'n things' with the plural when n is not 1. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
+}
+
+/** '850 ms', '12.3 s', '4 min 12 s', '3 h 5 min', '2 d 1 h'. */
+export function formatDuration(ms: number): string {
+  const abs = Math.max(0, ms);
+  if (abs < 1000) return `${Math.round(abs)} ms`;
+  if (abs < 59_950) return `${(abs / 1000).toFixed(1)} s`;
+  const s = Math.round(abs / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  const min = Math.round(s / 60);
+  if (min < 24 * 60) return `${Math.floor(min / 60)} h ${min % 60} min`;
+  const h = Math.round(min / 60);
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
+}
+
+/** A moment relative to `now` (both ms on one clock): 'in 4.2 s', '3.1 s ago', 'now'. */
+export function formatRelative(at: number, now: number): string {
+  const diff = at - now;
+  if (Math.abs(diff) < 50) return 'now';
+  return diff > 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`;
+}
+
+/** A key value as the `bucket` command takes it: strings as they are, numbers and booleans as json:<value>. */
+export function formatKeyValue(value: KeyValue): string {
+  if (typeof value !== 'string') return `json:${JSON.stringify(value)}`;
+  if (value.length === 0 || value.startsWith('json:') || /[\s"'\\]/.test(value)) return JSON.stringify(value);
+  return value;
+}
+
+/** A bucket: its key values; null is the bucket of jobs missing the key, [] an unkeyed throttle's one bucket. */
+export function formatBucketKey(key: readonly KeyValue[] | null): string {
+  if (key === null) return '(missing key)';
+  if (key.length === 0) return '(the one bucket)';
+  return key.map(formatKeyValue).join(' ');
+}
+
+export type Align = 'left' | 'right';
+
+/** Columns padded to their widest cell, two spaces apart; trailing spaces trimmed. */
+export function table(rows: readonly (readonly string[])[], options: { align?: readonly Align[]; indent?: string } = {}): string[] {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] ?? 0, cell.length); });
+  return rows.map((row) => (options.indent ?? '') + row.map((cell, i) => {
+    if (i === row.length - 1 && options.align?.[i] !== 'right') return cell;
+    return options.align?.[i] === 'right' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]);
+  }).join('  ').trimEnd());
+}
+
+/** '[#####...........]': value against max, full (and marked '+' at the end) when over. */
+export function bar(value: number, max: number, width = 20): string {
+  const over = value > max;
+  const filled = max <= 0 ? 0 : Math.min(width, Math.round((value / max) * width));
+  const cells = '#'.repeat(filled) + '.'.repeat(width - filled);
+  return `[${over ? `${cells.slice(0, -1)}+` : cells}]`;
+}
+
+/** Lines as label/value pairs, the labels padded to one width. */
+export function fields(pairs: readonly (readonly [string, string])[], indent = ''): string[] {
+  return table(pairs.map(([label, value]) => [label, value]), { indent });
+}

@@ -1,0 +1,149 @@
+import { UnknownQueueError, UnknownThrottleError, InvalidGrantError } from '../../src';
+import { bucketCommand } from '../../src/cli/commands/bucket';
+import { statsCommand } from '../../src/cli/commands/stats';
+import { throttleCommand } from '../../src/cli/commands/throttle';
+import { runWatch, watchCommand, WatchSnapshot } from '../../src/cli/commands/watch';
+import { CliScenario, DELIVERED, HELD, startScenario } from './scenario';
+
+/** The lines of `text` that match `pattern`, for checking one row of a table. */
+function line(text: string, pattern: RegExp): string {
+  const found = text.split('\n').find((l) => pattern.test(l));
+  if (!found) throw new Error(`no line matches ${pattern} in:\n${text}`);
+  return found;
+}
+
+describe('cli commands, against a queue with a throttled backlog', () => {
+  let s: CliScenario;
+  beforeAll(async () => { s = await startScenario('cli-commands'); });
+  afterAll(async () => { await s?.close(); });
+
+  it('stats: counts, held jobs, workers and each throttle with its limits, key and declarations', async () => {
+    const text = await statsCommand(s.admin, 'orders');
+    expect(text).toMatch(/^queue orders {2}\(prefix test-cli-commands-/);
+    expect(line(text, /^ {2}jobs /)).toContain(`completed ${DELIVERED}`);
+    expect(line(text, /^ {2}throttled /)).toContain(`${HELD} jobs held: ${HELD} on full buckets, 0 being classified`);
+    expect(line(text, /^ {2}oldest /)).toMatch(/waiting \d+(\.\d)? m?s on a full bucket/);
+    expect(line(text, /^ {2}workers /)).toContain('2 ThrottledWorkers, 0 plain Workers');
+    expect(line(text, /^throttle /)).toMatch(/^throttle +limits +key +missing key +declared by$/);
+    expect(line(text, /^emails /)).toMatch(/^emails +5 per 1s +Key\.data\("to"\) +unthrottled +1 worker$/);
+    expect(line(text, /^everything /)).toMatch(/^everything +1000 per 1m +\(none\) +- +1 worker$/);
+    expect(line(text, /^per-customer /)).toMatch(/^per-customer +2 per 1m +Key\.data\("customer"\) +shared bucket +2 workers$/);
+  });
+
+  it('stats --json: the raw QueueStats', async () => {
+    const stats = JSON.parse(await statsCommand(s.admin, 'orders', { json: true }));
+    expect(stats).toMatchObject({ queue: 'orders', throttled: HELD, heldByFullBuckets: HELD, throttledWorkers: 2 });
+    expect(stats.counts.completed).toBe(DELIVERED);
+  });
+
+  it('throttle: buckets, waiting, the last window and the top waiting buckets', async () => {
+    const text = await throttleCommand(s.admin, 'per-customer', { top: 10 });
+    expect(text.split('\n')[0]).toBe('throttle per-customer');
+    expect(line(text, /^ {2}limits /)).toContain('2 per 1m, for each bucket');
+    expect(line(text, /^ {2}key /)).toContain('Key.data("customer"); jobs missing it share one bucket');
+    expect(line(text, /^ {2}queues /)).toContain('orders (declared by 2 live ThrottledWorkers)');
+    expect(line(text, /^ {2}buckets /)).toContain('5 active, 4 at their limit');
+    expect(line(text, /^ {2}waiting /)).toContain(`${HELD} jobs held on full buckets`);
+    expect(line(text, /^ {2}last window /)).toContain(`${DELIVERED} delivered in the last 1m, all buckets together (limit 2 per 1m per bucket)`);
+    expect(line(text, /^ {2}totals /)).toContain(`${DELIVERED} delivered`);
+    expect(line(text, /^top waiting buckets/)).toBe('top waiting buckets (up to 10)');
+    expect(line(text, /^ {2}acme /)).toMatch(/^ {2}acme +120$/);
+    // The number 7 is shown as the bucket command takes it.
+    expect(line(text, /^ {2}json:7 /)).toMatch(/^ {2}json:7 +1$/);
+    expect(line(text, /^ {2}b1 /)).toMatch(/^ {2}b1 +1$/);
+  });
+
+  it('throttle --top 1 lists only the bucket with most waiting', async () => {
+    const text = await throttleCommand(s.admin, 'per-customer', { top: 1 });
+    expect(text).toContain('top waiting buckets (up to 1)');
+    expect(line(text, /^ {2}acme /)).toMatch(/120$/);
+    expect(text).not.toMatch(/^ {2}b1 /m);
+  });
+
+  it('throttle of an unkeyed throttle: its one bucket counted exactly', async () => {
+    const text = await throttleCommand(s.admin, 'everything');
+    expect(line(text, /^ {2}key /)).toContain('(none): one bucket for every job');
+    expect(line(text, /^ {2}buckets /)).toContain('1 active, 0 at their limit');
+    expect(line(text, /^ {2}last window /)).toContain(`${DELIVERED} / 1,000 counted in the last 1m`);
+    expect(text).toContain('no bucket has jobs waiting');
+  });
+
+  it('bucket: counted per limit, when room frees up, and jobs waiting', async () => {
+    const acme = await bucketCommand(s.admin, 'per-customer', ['acme']);
+    expect(acme.split('\n')[0]).toBe('bucket acme of throttle per-customer');
+    expect(line(acme, /^ {2}2 per 1m /)).toMatch(/^ {2}2 per 1m +2 \/ 2 +full, room in (\d+(\.\d)? s|\d+ min \d+ s)$/);
+    expect(line(acme, /^ {2}waiting /)).toContain('120 jobs held on this bucket');
+    expect(line(acme, /^ {2}next room /)).toMatch(/in \d/);
+
+    const b3 = await bucketCommand(s.admin, 'per-customer', ['b3']);
+    expect(line(b3, /^ {2}2 per 1m /)).toMatch(/1 \/ 2 +room now$/);
+    expect(line(b3, /^ {2}next room /)).toMatch(/now$/);
+
+    // 7 the number and '7' the string are different buckets.
+    const seven = await bucketCommand(s.admin, 'per-customer', [7]);
+    expect(seven.split('\n')[0]).toBe('bucket json:7 of throttle per-customer');
+    expect(line(seven, /^ {2}2 per 1m /)).toContain('2 / 2');
+    expect(line(seven, /^ {2}waiting /)).toContain('1 job held');
+    expect(line(await bucketCommand(s.admin, 'per-customer', ['7']), /^ {2}2 per 1m /)).toContain('0 / 2');
+
+    const missing = await bucketCommand(s.admin, 'per-customer', null);
+    expect(missing.split('\n')[0]).toBe('bucket (missing key) of throttle per-customer');
+    const one = await bucketCommand(s.admin, 'everything', null);
+    expect(one.split('\n')[0]).toBe('bucket (the one bucket) of throttle everything');
+    expect(line(one, /^ {2}1000 per 1m /)).toContain(`${DELIVERED} / 1,000`);
+
+    const json = JSON.parse(await bucketCommand(s.admin, 'per-customer', ['acme'], { json: true }));
+    expect(json).toMatchObject({ throttle: 'per-customer', key: ['acme'], waiting: 120, limits: [{ max: 2, windowMs: 60_000, counted: 2 }] });
+  });
+
+  it('errors are the admin\'s own: unknown queue and throttle, wrong key arity', async () => {
+    await expect(statsCommand(s.admin, 'no-such-queue')).rejects.toThrow(UnknownQueueError);
+    await expect(throttleCommand(s.admin, 'no-such-throttle')).rejects.toThrow(UnknownThrottleError);
+    await expect(bucketCommand(s.admin, 'per-customer', ['a', 'b'])).rejects.toThrow(InvalidGrantError);
+    await expect(bucketCommand(s.admin, 'everything', ['a'])).rejects.toThrow(InvalidGrantError);
+  });
+
+  it('watch: one frame with the counts and a bar per limit of every throttle', async () => {
+    const text = await watchCommand(s.admin, 'orders', { intervalMs: 1000 });
+    expect(text.split('\n')[0]).toMatch(/^bullmq-throttle watch {2}queue orders {2}prefix test-cli-commands-\S+ {2}\d\d:\d\d:\d\d {2}every 1 s/);
+    expect(line(text, /^jobs /)).toContain(`completed ${DELIVERED}`);
+    expect(line(text, /^throttled /)).toContain(`${HELD} jobs held: ${HELD} on full buckets`);
+    expect(line(text, /^throttle /)).toMatch(/^throttle +limit +last window +at limit \/ active +waiting$/);
+    // Keyed: all buckets' deliveries in the last window against the per-bucket limit; unkeyed: exact.
+    expect(line(text, /^per-customer /)).toMatch(new RegExp(`^per-customer +2 per 1m per bucket +\\[#{19}\\+\\] +${DELIVERED}/2 +4 / 5 +${HELD}$`));
+    expect(line(text, /^everything /)).toMatch(new RegExp(`^everything +1000 per 1m +\\[\\.{20}\\] +${DELIVERED}/1,000 +0 / 1 +0$`));
+    expect(line(text, /^emails /)).toMatch(/^emails +5 per 1s per bucket +\[\.{20}\] +0\/5 +0 \/ 0 +0$/);
+    // The top 5 waiting buckets, under their throttle.
+    expect(line(text, /top waiting:/)).toMatch(/^ +top waiting: acme 120 · (b1 1 · json:7 1|json:7 1 · b1 1)$/);
+    const lines = text.split('\n');
+    expect(lines.indexOf(line(text, /top waiting:/))).toBe(lines.indexOf(line(text, /^per-customer /)) + 1);
+  });
+
+  it('watch --json: one line with the queue and its throttles', async () => {
+    const text = await watchCommand(s.admin, 'orders', { json: true });
+    expect(text).not.toContain('\n');
+    const snapshot = JSON.parse(text) as WatchSnapshot;
+    expect(snapshot.queue.throttled).toBe(HELD);
+    expect(snapshot.throttles.map((t) => t.name)).toEqual(['emails', 'everything', 'per-customer']);
+    expect(snapshot.throttles[2].topBuckets[0]).toEqual({ key: ['acme'], waiting: 120 });
+    expect(snapshot.throttles[2].topBuckets.length).toBeLessThanOrEqual(5);
+  });
+
+  it('runWatch redraws in place on a terminal until aborted', async () => {
+    const writes: string[] = [];
+    const controller = new AbortController();
+    const watching = runWatch(s.admin, 'orders', { intervalMs: 150, out: { isTTY: true, columns: 200, rows: 60, write: (t) => writes.push(t) }, signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 500));
+    controller.abort();
+    await watching;
+    expect(writes.length).toBeGreaterThanOrEqual(2);
+    expect(writes[0].startsWith('\x1b[2Kbullmq-throttle watch')).toBe(true);
+    const frameLines = writes[0].split('\n').length - 1;
+    expect(writes[1].startsWith(`\x1b[${frameLines}A\x1b[2Kbullmq-throttle watch`)).toBe(true);
+  });
+
+  it('runWatch of an unknown queue fails at once', async () => {
+    const controller = new AbortController();
+    await expect(runWatch(s.admin, 'no-such-queue', { out: { write: () => true }, signal: controller.signal })).rejects.toThrow(UnknownQueueError);
+  });
+});
