@@ -85,6 +85,8 @@ export class ThrottleAdmin {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.client as never, prefix: this.keys.prefix });
+      // Connection errors surface where the admin's calls fail; bullmq would also print each one.
+      queue.on('error', () => undefined);
       this.queues.set(name, queue);
     }
     return queue;

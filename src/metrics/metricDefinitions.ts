@@ -1,0 +1,114 @@
+import { formatWindow } from '../declarations/window';
+import { MetricsSnapshot } from './snapshot';
+
+export type LabelName = 'throttle' | 'queue' | 'window';
+
+export interface Sample {
+  labels: Partial<Record<LabelName, string>>;
+  value: number;
+}
+
+export interface MetricDefinition {
+  name: string;
+  help: string;
+  /** Counters carry totals Redis keeps; each scrape reports them as they are (absolute, not added to). */
+  type: 'counter' | 'gauge';
+  labelNames: LabelName[];
+  samples(snapshot: MetricsSnapshot): Sample[];
+}
+
+/**
+ * Every series is labelled by throttle name, queue and window only: never by a key value, so the number of
+ * series stays that of the throttles and queues, whatever the number of buckets.
+ * Throttle figures are global (a throttle's buckets are shared by every queue declaring it); queue figures
+ * carry `queue`.
+ */
+export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
+  {
+    name: 'throttle_limited_total',
+    help: 'Jobs held by a limit of the throttle (a bucket they draw from had no room), since its keys were created.',
+    type: 'counter',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.limitedTotal })),
+  },
+  {
+    name: 'throttle_delivered_total',
+    help: 'Deliveries counted by the throttle, since its keys were created.',
+    type: 'counter',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.deliveredTotal })),
+  },
+  {
+    name: 'throttle_active_buckets',
+    help: 'Buckets of the throttle with deliveries still inside its longest window.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.activeBuckets })),
+  },
+  {
+    name: 'throttle_buckets_at_limit',
+    help: 'Buckets of the throttle with no room right now.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.bucketsAtLimit })),
+  },
+  {
+    name: 'throttle_waiting',
+    help: 'Jobs held because a bucket of the throttle has no room.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.waiting })),
+  },
+  {
+    name: 'throttle_effective_limit',
+    help: 'N of each effective limit of the throttle (at most N deliveries per bucket in any window of this length).',
+    type: 'gauge',
+    labelNames: ['throttle', 'window'],
+    samples: (s) => s.throttles.flatMap((t) => t.limits.map((l) => ({ labels: { throttle: t.name, window: formatWindow(l.windowMs) }, value: l.max }))),
+  },
+  {
+    name: 'throttle_window_deliveries',
+    help: 'Deliveries of the throttle (all buckets together) in the last window of each limit.',
+    type: 'gauge',
+    labelNames: ['throttle', 'window'],
+    samples: (s) => s.throttles.flatMap((t) => t.lastWindow.map((w) => ({ labels: { throttle: t.name, window: formatWindow(w.windowMs) }, value: w.delivered }))),
+  },
+  {
+    name: 'throttle_queue_held_jobs',
+    help: 'Jobs of the queue the throttle layer holds (with bullmq\'s own counts, every job of the queue).',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.map((q) => ({ labels: { queue: q.queue }, value: q.throttled })),
+  },
+  {
+    name: 'throttle_queue_held_by_full_buckets',
+    help: 'Held jobs of the queue that wait because a bucket they draw from has no room.',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.map((q) => ({ labels: { queue: q.queue }, value: q.heldByFullBuckets })),
+  },
+  {
+    name: 'throttle_oldest_held_seconds',
+    help: 'How long the longest-waiting held job class of the queue has waited on a full bucket (0 when none waits).',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.map((q) => ({ labels: { queue: q.queue }, value: (q.oldestHeldMs ?? 0) / 1000 })),
+  },
+  {
+    name: 'throttle_declaring_workers',
+    help: 'Live ThrottledWorkers of the queue declaring the throttle.',
+    type: 'gauge',
+    labelNames: ['queue', 'throttle'],
+    samples: (s) => s.queues.flatMap((q) => q.throttles.map((t) => ({ labels: { queue: q.queue, throttle: t.name }, value: t.declaredBy }))),
+  },
+  {
+    name: 'throttle_queue_plain_workers',
+    help: 'Connections consuming the queue that are not ThrottledWorkers (they bypass the throttles); absent where CLIENT LIST is refused.',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.filter((q) => q.plainWorkers !== null).map((q) => ({ labels: { queue: q.queue }, value: q.plainWorkers as number })),
+  },
+];
+
+/** 1 when the last scrape read Redis, 0 when it failed or timed out (and the other metrics were left empty). */
+export const COLLECT_SUCCESS_METRIC = 'throttle_metrics_collect_success';

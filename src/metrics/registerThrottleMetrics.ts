@@ -1,0 +1,137 @@
+import type { Counter, Gauge, OpenMetricsContentType, PrometheusContentType, Registry } from 'prom-client';
+import { ThrottleAdmin } from '../admin/ThrottleAdmin';
+import { closeClient, ConnectionInput, openClient, OwnedClient } from '../redis/connection';
+import { COLLECT_SUCCESS_METRIC, METRIC_DEFINITIONS, MetricDefinition } from './metricDefinitions';
+import { readSnapshot, SnapshotSource } from './snapshot';
+
+export interface ThrottleMetricsOptions {
+  /**
+   * ioredis options, a redis:// URL, an ioredis client (never closed by the metrics), or a ThrottleAdmin
+   * (never closed either; its prefix applies).
+   */
+  connection: ConnectionInput | ThrottleAdmin;
+  /** Key prefix, as bullmq's `prefix` (default 'bull'). */
+  prefix?: string;
+  /**
+   * Report only these queues and the throttles declared on them. A listed queue is reported while it has
+   * jobs, even with no live ThrottledWorker; by default, the queues with a live ThrottledWorker.
+   */
+  queues?: string[];
+  /** A scrape that cannot read Redis within this time reports no throttle figures (default 5000 ms). */
+  timeoutMs?: number;
+}
+
+export interface ThrottleMetrics {
+  /** Removes the metrics from the registry and closes the connection they opened (not one passed in). */
+  close(): Promise<void>;
+}
+
+type PromClient = typeof import('prom-client');
+
+/** A prom-client registry of either exposition format. */
+export type MetricsRegistry = Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
+
+/** prom-client is an optional peer dependency: loaded only when metrics are asked for. */
+function loadPromClient(): PromClient {
+  try {
+    return require('prom-client') as PromClient;
+  } catch (error) {
+    throw new Error(`registerThrottleMetrics needs prom-client (>=15), an optional peer dependency: npm install prom-client (${(error as Error).message})`);
+  }
+}
+
+/**
+ * Registers the throttle metrics on `registry`. Each scrape reads them afresh through ThrottleAdmin (one
+ * read shared by every metric of the scrape); series of throttles and queues no longer live disappear.
+ * A scrape that cannot read Redis (down, or slower than `timeoutMs`) does not fail and logs nothing: it
+ * reports no throttle series, and `throttle_metrics_collect_success` 0.
+ */
+export function registerThrottleMetrics(registry: MetricsRegistry, options: ThrottleMetricsOptions): ThrottleMetrics {
+  const timeoutMs = options.timeoutMs ?? 5000;
+  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new TypeError(`registerThrottleMetrics: timeoutMs ${String(options.timeoutMs)} must be a positive number of milliseconds.`);
+  }
+  if (options.queues !== undefined && !(Array.isArray(options.queues) && options.queues.every((q) => typeof q === 'string' && q.length > 0))) {
+    throw new TypeError('registerThrottleMetrics: queues must be an array of queue names.');
+  }
+  const given = options.connection instanceof ThrottleAdmin ? options.connection : undefined;
+  if (given && options.prefix !== undefined && options.prefix !== given.keys.prefix) {
+    throw new TypeError(`registerThrottleMetrics: prefix '${options.prefix}' differs from the ThrottleAdmin's '${given.keys.prefix}': give one or the other.`);
+  }
+  const prom = loadPromClient();
+  const queues = options.queues ? [...options.queues] : undefined;
+
+  let admin: ThrottleAdmin | undefined = given;
+  let owned: OwnedClient | undefined;
+  const source = new SnapshotSource(() => readSnapshot(admin!, queues), timeoutMs);
+
+  const registered: { name: string; metric: unknown }[] = [];
+  try {
+    for (const definition of METRIC_DEFINITIONS) {
+      registered.push({ name: definition.name, metric: register(prom, registry, definition, source) });
+    }
+    const success = new prom.Gauge({
+      name: COLLECT_SUCCESS_METRIC,
+      help: '1 when the last scrape read the throttle figures from Redis; 0 when it failed or timed out (the throttle series were then left out).',
+      registers: [registry],
+      async collect(this: Gauge) {
+        this.set((await source.current()) ? 1 : 0);
+      },
+    });
+    registered.push({ name: COLLECT_SUCCESS_METRIC, metric: success });
+  } catch (error) {
+    // A name already registered (metrics registered twice on one registry): leave the registry as it was.
+    for (const { name } of registered) registry.removeSingleMetric(name);
+    throw error;
+  }
+
+  if (!admin) {
+    // Our own client, so that a Redis outage is an 'error' event we absorb rather than ioredis logging it.
+    owned = openClient(options.connection as ConnectionInput, { maxRetriesPerRequest: null });
+    if (owned.owned) owned.client.on('error', () => undefined);
+    admin = new ThrottleAdmin({ connection: owned.client, prefix: options.prefix });
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        source.close();
+        for (const { name, metric } of registered) {
+          if (registry.getSingleMetric(name) === metric) registry.removeSingleMetric(name);
+        }
+        if (owned) {
+          // Our admin (its bullmq Queue handles); its client is closed below only when we opened it.
+          await admin!.close().catch(() => undefined);
+          // quit() would wait for a Redis that does not answer; a connection that is not ready is just dropped.
+          if (!owned.owned) return;
+          if (owned.client.status === 'ready') await closeClient(owned).catch(() => undefined);
+          else if (owned.client.status !== 'end') owned.client.disconnect();
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+function register(prom: PromClient, registry: MetricsRegistry, definition: MetricDefinition, source: SnapshotSource): Counter<string> | Gauge<string> {
+  const config = { name: definition.name, help: definition.help, labelNames: definition.labelNames, registers: [registry] };
+  if (definition.type === 'counter') {
+    return new prom.Counter({
+      ...config,
+      async collect(this: Counter<string>) {
+        const snapshot = await source.current();
+        this.reset();
+        if (snapshot) for (const sample of definition.samples(snapshot)) this.inc(sample.labels as Record<string, string>, sample.value);
+      },
+    });
+  }
+  return new prom.Gauge({
+    ...config,
+    async collect(this: Gauge<string>) {
+      const snapshot = await source.current();
+      this.reset();
+      if (snapshot) for (const sample of definition.samples(snapshot)) this.set(sample.labels as Record<string, string>, sample.value);
+    },
+  });
+}
