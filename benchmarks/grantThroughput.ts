@@ -43,7 +43,7 @@ async function burstFilled(context: BenchmarkContext): Promise<Grantor> {
   return grantor;
 }
 
-/** 100,000 tokens spread over 0.99 h of a shifted clock: a counter with ~110 release indices, as real traffic leaves. */
+/** 100,000 tokens spread over 0.99 h of a shifted clock: a counter with ~220 release indices, as real traffic leaves. */
 async function spreadFilled(context: BenchmarkContext): Promise<Grantor> {
   const clock = new TestClock();
   const grantor = new Grantor({ connection: context.redisUrl, prefix: context.prefix }, clock.internals());
@@ -109,7 +109,7 @@ export const grantThroughput: Benchmark = {
       `${context.durationMs} ms per row after a ${WARM_UP_MS} ms warm-up; "in flight" calls share one connection (pipelined).`,
       'Rows (a)-(d) use limits that never bind (10,000,000/1s, and 100,000,000/1m where there are two), so every delivery is granted.',
       'Refused rows: a bucket already at its limit (100/1h filled at once: few hash fields; 100,000/1h spread over the hour on a',
-      '  shifted test clock: ~110 release-index fields). A refusal reads the whole counter (HGETALL) to compute retryAt.',
+      '  shifted test clock: ~220 release-index fields). A refusal reads the whole counter (HGETALL) to compute retryAt.',
       'Latencies include the client side (key building, token ids). Times are noisy on small machines: compare rows, not runs.',
     ];
     return {

@@ -2,6 +2,7 @@ import { bucketMemory } from './bucketMemory';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
+import { throttleStats } from './throttleStats';
 import { workerThroughput } from './workerThroughput';
 import type { Benchmark } from './types';
 
@@ -16,4 +17,5 @@ export const benchmarks: readonly Benchmark[] = [
   workerThroughput,
   limiterAccuracy,
   headOfLine,
+  throttleStats,
 ];

@@ -3,6 +3,7 @@
     n   tokens still counted
     lo  lowest slot index that may still hold tokens
     hi  highest slot index holding tokens (the key expires once that slot is released)
+    x   the slot whose end the key's expiry is set to (so that it is moved only when hi passes it)
     <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot], stored as
         count * scale + o, where (k - 1) * slot + o ms is the latest release time among them
 

@@ -403,7 +403,7 @@ export class ThrottleGate {
           const members = await this.staleClasses(gen);
           if (members.length === 0) return;
           const q = this.queueKeys;
-          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince], [
+          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince, q.removedHeld], [
             this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, this.keys.throttlePrefix, ...members,
           ])) as unknown[];
           const records = intakeRecords(reply);

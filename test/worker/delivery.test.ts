@@ -216,3 +216,40 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     await second.close();
   });
 });
+
+describe('counts stay right when held jobs are removed and then reclassified', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('removed-stale');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  it('a removed held job is counted out once, even when its class is reclassified', async () => {
+    const queue = bed.queue('rs');
+    const first = bed.worker('rs', async () => undefined, { throttles: [Throttle.named('one-a-minute').limit(1, '1m')], attributes: () => ({}) });
+    const added = await queue.addBulk([1, 2, 3, 4].map((i) => ({ name: 'n', data: { i } })));
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 1, 10_000, 'one delivery');
+    await waitFor(async () => (await getThrottledCount(queue)).held === 3, 10_000, 'three held');
+    await (await queue.getJob(added[2].id!))!.remove();
+    expect((await getThrottledCount(queue)).held).toBe(2);
+    // A new throttle set: every held class goes stale and is classified again.
+    const second = bed.worker('rs', async () => undefined, { throttles: [Throttle.named('another').limit(1, '1m')], attributes: () => ({}) });
+    await second.waitUntilReady();
+    await first.close();
+    const reclassified = async () => {
+      const gen = await redis.hget(`${bed.prefix}::queue:{rs}:state`, 'gen');
+      const classes = await redis.smembers(`${bed.prefix}::queue:{rs}:classes`);
+      return classes.length > 0 && classes.every((member) => member.startsWith(`${gen}/`)) && (await redis.zcard(`${bed.prefix}::queue:{rs}:intake`)) === 0;
+    };
+    await waitFor(reclassified, 15_000, 'reclassification under the new throttle');
+    const counts = await queue.getJobCounts();
+    const held = await getThrottledCount(queue);
+    expect(Object.values(counts).reduce((a, b) => a + b, 0) + held.throttled).toBe(3);
+    expect(await redis.scard(`${bed.prefix}::queue:{rs}:removed-held`)).toBe(0);
+  });
+});

@@ -5,7 +5,7 @@
 
   Input:
     KEYS[1] stale   KEYS[2] classes   KEYS[3] intake   KEYS[4] state   KEYS[5] ready-classes
-    KEYS[6] class-state   KEYS[7] blocked-since
+    KEYS[6] class-state   KEYS[7] blocked-since   KEYS[8] removed-held
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] current generation
     ARGV[4] most jobs to take   ARGV[5] lease (ms)   ARGV[6] throttle key prefix   ARGV[7..] candidate classes
     (test builds read one more trailing ARGV, a clock offset in ms)
@@ -24,6 +24,7 @@ local rcall = redis.call
 local staleKey, classesKey, intakeKey, stateKey, readyKey, classStateKey, blockedSinceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobPrefix, queueBase, gen, most, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local throttlePrefix = ARGV[6]
+local removedHeldKey = KEYS[8]
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local reply = { now, 0 }
@@ -47,15 +48,20 @@ for i = 7, #ARGV do
     for _, bucket in ipairs(buckets) do rcall('ZREM', waitersKey(queueBase, bucket.id), member) end
     local classKey = classJobsKey(queueBase, member)
     local popped = rcall('ZPOPMIN', classKey, most - taken)
+    local stillHeld = 0
     for j = 1, #popped, 2 do
       local jobId = popped[j]
-      rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)
-      local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'opts', 'priority', 'tha')
-      reply[#reply + 1] = jobId
-      for f = 1, 5 do reply[#reply + 1] = fields[f] end
-      taken = taken + 1
+      -- A job removed from outside and already uncounted (forgetRemovedJobs) is simply let go.
+      if rcall('SREM', removedHeldKey, jobId) == 0 then
+        stillHeld = stillHeld + 1
+        rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)
+        local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'opts', 'priority', 'tha')
+        reply[#reply + 1] = jobId
+        for f = 1, 5 do reply[#reply + 1] = fields[f] end
+        taken = taken + 1
+      end
     end
-    rcall('HINCRBY', stateKey, 'held', -(#popped / 2))
+    if stillHeld > 0 then rcall('HINCRBY', stateKey, 'held', -stillHeld) end
     if rcall('EXISTS', classKey) == 0 then
       rcall('SREM', classesKey, member)
       rcall('SREM', staleKey, member)
