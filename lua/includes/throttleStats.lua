@@ -3,7 +3,7 @@
   "<throttlePrefix>{<encoded name>}"):
     :active   ZSET bucket -> ms when its last counted token is released (buckets with deliveries in the window)
     :full     ZSET bucket -> ms when room returns, at the earliest (buckets at their limit)
-              (both pruned of past scores whenever the throttle delivers, and lapse two windows after the last)
+              (both pruned of past scores once every W/60 while the throttle delivers, and lapse two windows after)
     :waiting  ZSET bucket -> jobs held because that bucket is full
     :stats    HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting)
     :recent   HASH slot of W/60 of the longest window -> deliveries in it
@@ -41,11 +41,6 @@ local function saveThrottleStats(throttlePrefix, nowMs)
     if limits then
       local longest = 0
       for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
-      -- Buckets whose window has emptied, or whose room has come back, leave the indexes.
-      for _, index in ipairs({ ':active', ':full' }) do
-        rcall('ZREMRANGEBYSCORE', base .. index, '-inf', nowMs)
-        rcall('PEXPIRE', base .. index, 2 * longest + 60000)
-      end
       local slotMs = math.max(1, math.floor(longest / 60))
       local slot = math.floor(nowMs / slotMs)
       if tonumber(rcall('HINCRBY', base .. ':recent', slot, count)) == count then
@@ -54,6 +49,11 @@ local function saveThrottleStats(throttlePrefix, nowMs)
         for k = slot - 120, slot - 61 do old[#old + 1] = k end
         rcall('HDEL', base .. ':recent', unpack(old))
         rcall('PEXPIRE', base .. ':recent', 2 * longest + slotMs)
+        -- Once a slot (W/60): buckets whose window has emptied, or whose room has come back, leave the indexes.
+        for _, index in ipairs({ ':active', ':full' }) do
+          rcall('ZREMRANGEBYSCORE', base .. index, '-inf', nowMs)
+          rcall('PEXPIRE', base .. index, 2 * longest + 60000)
+        end
       end
     end
   end
