@@ -34,6 +34,7 @@ local function noteFull(throttlePrefix, bucket, roomAtMs)
 end
 
 local function saveThrottleStats(throttlePrefix, nowMs)
+  flushActiveIndexes()
   for encodedName, count in pairs(deliveredByThrottle) do
     local base = statsBase(throttlePrefix, encodedName)
     rcall('HINCRBY', base .. ':stats', 'delivered', count)

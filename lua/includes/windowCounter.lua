@@ -179,6 +179,14 @@ local function removeToken(counter, grantUs, leaseMs, nowUs)
   return true
 end
 
+-- Throttle base -> { score, bucket, ... } for its :active index, written once per script.
+local pendingActive = {}
+
+local function flushActiveIndexes()
+  for base, pending in pairs(pendingActive) do rcall('ZADD', base .. ':active', 'GT', unpack(pending)) end
+  pendingActive = {}
+end
+
 local function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
@@ -215,7 +223,16 @@ local function saveCounter(counter)
   if expire then
     local expiresAtMs = math.ceil(counter.expiresAt * counter.slot / 1000)
     rcall('PEXPIREAT', key, expiresAtMs)
-    if counter.statsBase then rcall('ZADD', counter.statsBase .. ':active', 'GT', expiresAtMs, counter.bucket) end
+    if counter.statsBase then
+      -- Gathered per throttle and written in one ZADD by flushActiveIndexes (includes/throttleStats).
+      local pending = pendingActive[counter.statsBase]
+      if pending == nil then
+        pending = {}
+        pendingActive[counter.statsBase] = pending
+      end
+      pending[#pending + 1] = expiresAtMs
+      pending[#pending + 1] = counter.bucket
+    end
   end
 
 end
