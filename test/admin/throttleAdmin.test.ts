@@ -1,38 +1,15 @@
-import { Redis } from 'ioredis';
-import { Key, Missing, Throttle, ThrottleAdmin, UnknownQueueError, UnknownThrottleError } from '../../src';
-import { newRedis } from '../support/redis';
-import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { ThrottleAdmin, UnknownQueueError, UnknownThrottleError } from '../../src';
+import { OrdersScenario, startOrdersScenario } from '../support/ordersScenario';
 
 describe('ThrottleAdmin, against a scenario with known answers', () => {
-  let redis: Redis;
-  let bed: WorkerTestBed;
+  let scenario: OrdersScenario;
   let admin: ThrottleAdmin;
   beforeAll(async () => {
-    redis = newRedis();
-    bed = new WorkerTestBed('admin');
-    admin = new ThrottleAdmin({ connection: redis, prefix: bed.prefix });
-    const queue = bed.queue('orders');
-    const perCustomer = Throttle.named('per-customer').key([Key.data('customer')]).limit(2, '1m');
-    const everything = Throttle.named('everything').limit(1000, '1m');
-    const emails = Throttle.named('emails').key([Key.data('to')]).whenKeyMissing(Missing.Unthrottled).limit(5, '1s');
-    let delivered = 0;
-    bed.worker('orders', async () => { delivered++; }, { concurrency: 4, throttles: [perCustomer, everything] });
-    bed.worker('orders', null, { throttles: [perCustomer, emails] });
-    const jobs = [
-      ...Array.from({ length: 122 }, () => ({ name: 'charge', data: { customer: 'acme' } })),
-      ...Array.from({ length: 3 }, () => ({ name: 'charge', data: { customer: 'b1' } })),
-      ...Array.from({ length: 2 }, () => ({ name: 'charge', data: { customer: 'b2' } })),
-      { name: 'charge', data: { customer: 'b3' } },
-      { name: 'charge', data: { customer: 'b4' } },
-    ];
-    await queue.addBulk(jobs);
-    await waitFor(() => delivered === 8, 15_000, 'eight deliveries');
-    await waitFor(async () => (await admin.queueStats('orders')).heldByFullBuckets === 121, 15_000, 'the backlog to be held');
+    scenario = await startOrdersScenario('admin');
+    admin = scenario.admin;
   });
   afterAll(async () => {
-    await admin.close();
-    await bed.close(redis);
-    await redis.quit();
+    await scenario.close();
   });
 
   it('queueStats: counts, held jobs, active throttles with their declarations', async () => {
