@@ -13,6 +13,8 @@ import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { effectiveThrottle, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
+import { MarkerWakeTimer } from './markerWakeTimer';
+import { PendingRequest, RequestBatcher } from './requestBatcher';
 
 export interface GateOptions {
   queue: string;
@@ -38,8 +40,6 @@ const MAX_CALLS_IN_FLIGHT = 2;
 interface DeliveryRequest {
   token: string;
   name: string;
-  resolve(reply: unknown[]): void;
-  reject(error: Error): void;
 }
 
 interface TakeReply {
@@ -250,33 +250,18 @@ export class ThrottleGate {
    * script's fixed cost once per batch and no job is ever fetched ahead of a slot that asked for it.
    */
   moveToActive(token: string, name: string): Promise<unknown[]> {
-    return new Promise((resolve, reject) => {
-      this.requests.push({ token, name, resolve, reject });
-      this.pump();
-    });
+    return this.batcher.submit({ token, name });
   }
 
-  private readonly requests: DeliveryRequest[] = [];
-  private inFlight = 0;
+  private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), MAX_BATCH, MAX_CALLS_IN_FLIGHT);
 
-  private pump(): void {
-    while (this.inFlight < MAX_CALLS_IN_FLIGHT && this.requests.length > 0) {
-      this.inFlight++;
-      const batch = this.requests.splice(0, MAX_BATCH);
-      void this.serve(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
-  }
-
-  private async serve(batch: DeliveryRequest[]): Promise<void> {
+  private async serve(batch: PendingRequest<DeliveryRequest, unknown[]>[]): Promise<void> {
     let pending = batch;
     try {
       await this.ready;
       for (let round = 0; pending.length > 0; round++) {
         if (this.closed) break;
-        const reply = await this.takeNext(pending.map((request) => request.token), pending[0].name);
+        const reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
         if (reply.stale > 0) this.reclaimInBackground();
         // Another worker published a new generation (a throttle came or went): catch up and reclassify.
         if (this.config && reply.gen !== this.config.gen) this.refreshInBackground();
@@ -331,33 +316,16 @@ export class ThrottleGate {
     const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
     if (times.length === 0) return 0;
     const local = Math.max(Math.min(...times) - reply.nowMs + Date.now(), Date.now() + 1);
-    this.wakeAt(local);
+    this.wakeTimer.wakeAt(local);
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
     return local;
   }
 
-  private wakeTimer?: NodeJS.Timeout;
-  private wakeTimerAt = Infinity;
-
-  /**
-   * The worker blocks on the queue's marker until the time it was given, but Redis only notices a blocking
-   * command's timeout on its own clock tick (up to 100 ms late at the default hz), which would leave room
-   * unused. So at that moment the gate sets the marker itself, and the worker wakes on time.
-   */
-  private wakeAt(localMs: number): void {
-    if (this.closed || localMs >= this.wakeTimerAt) return;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimerAt = localMs;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = undefined;
-      this.wakeTimerAt = Infinity;
-      if (this.closed || !this.backend) return;
-      void (this.backend.client as Promise<unknown>)
-        .then((client) => (client as RedisClient).zadd(this.backend!.keys.marker, 0, '0'))
-        .catch(() => undefined);
-    }, Math.max(0, localMs - Date.now()));
-    this.wakeTimer.unref();
-  }
+  private readonly wakeTimer = new MarkerWakeTimer(async () => {
+    if (this.closed || !this.backend) return;
+    const client = (await this.backend.client) as unknown as RedisClient;
+    await client.zadd(this.backend.keys.marker, 0, '0');
+  });
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
   classifyBatch(): Promise<number> {
@@ -439,7 +407,7 @@ export class ThrottleGate {
     if (this.closed) return async () => undefined;
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer.stop();
     await this.classifying?.catch(() => undefined);
     await this.reclaiming;
     await this.refreshing;

@@ -1,0 +1,38 @@
+/**
+ * Gathers requests that arrive while calls are in flight and hands them over in batches: a busy worker's
+ * slots then share one delivery call (and its fixed cost) instead of making one each.
+ */
+export interface PendingRequest<Q, R> {
+  readonly request: Q;
+  resolve(reply: R): void;
+  reject(error: Error): void;
+}
+
+export class RequestBatcher<Q, R> {
+  private readonly pending: PendingRequest<Q, R>[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly serve: (batch: PendingRequest<Q, R>[]) => Promise<void>,
+    private readonly maxBatch: number,
+    private readonly maxInFlight: number,
+  ) {}
+
+  submit(request: Q): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ request, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.pending.length > 0) {
+      this.inFlight++;
+      const batch = this.pending.splice(0, this.maxBatch);
+      void this.serve(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+}
