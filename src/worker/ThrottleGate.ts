@@ -79,6 +79,8 @@ export class ThrottleGate {
   private closed = false;
   private workerName = '';
   private lockDuration = 30_000;
+  /** The registry as last read: the plain-worker check compares against it. */
+  private liveEntries: RegistryEntry[] = [];
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix);
@@ -198,8 +200,6 @@ export class ThrottleGate {
     }
   }
 
-  private liveEntries: RegistryEntry[] = [];
-
   /** Re-reads the live declarations, publishes what they add up to, and reclassifies on a change. */
   private async refreshConfig(starting: boolean): Promise<void> {
     if (!this.registry || this.closed) return;
@@ -263,6 +263,7 @@ export class ThrottleGate {
         if (this.closed) break;
         const reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
         if (reply.stale > 0) this.reclaimInBackground();
+        if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
         // Another worker published a new generation (a throttle came or went): catch up and reclassify.
         if (this.config && reply.gen !== this.config.gen) this.refreshInBackground();
         reply.jobs.forEach((job, i) => pending[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
