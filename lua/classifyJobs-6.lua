@@ -21,19 +21,20 @@ local rcall = redis.call
 --- @include "includes/windowCounter"
 --- @include "includes/bucketCounters"
 --- @include "includes/throttleStats"
+--- @include "includes/jobOrder"
+--- @include "includes/intArg"
 
 local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobPrefix, queueBase, gen, throttlePrefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
-local ORDER_SPAN = 0x80000000
 local count = tonumber(ARGV[5])
 local ids = {}
 for i = 1, count do ids[i] = ARGV[5 * i + 1] end
 if count == 0 then return { 0 } end
 local leased = rcall('ZMSCORE', intakeKey, unpack(ids))
 
--- Order numbers for the batch, allocated at once: lifo jobs count down from the middle, the rest up.
+-- Sequence numbers for the batch, allocated at once (includes/jobOrder).
 local fifoCount, lifoCount = 0, 0
 for i = 1, count do
   if ARGV[5 * i + 4] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
@@ -51,25 +52,24 @@ for i = 1, count do
   if leased[i] and not keep then gone[#gone + 1] = jobId end
   if keep then
     if attributes ~= '' then rcall('HSET', jobPrefix .. jobId, 'tha', attributes) end
-    local sequence
+    local order
     if lifo == '1' then
       lifoNext = lifoNext + 1
-      sequence = ORDER_SPAN - (lifoNext % ORDER_SPAN)
+      order = jobOrder(priority, true, lifoNext)
     else
       fifoNext = fifoNext + 1
-      sequence = ORDER_SPAN + (fifoNext % ORDER_SPAN)
+      order = jobOrder(priority, false, fifoNext)
     end
-    local order = priority * 0x100000000 + sequence
     local bucketId = waitingOn[member]
     if bucketId == nil then bucketId = rcall('HGET', classStateKey, member) or false; waitingOn[member] = bucketId end
     if bucketId then
-      rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
-      rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member)
+      rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
+      rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
       noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
       rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else
-      ready[#ready + 1] = order
+      ready[#ready + 1] = intArg(order)
       ready[#ready + 1] = member .. '#' .. jobId
     end
     placedIds[#placedIds + 1] = jobId

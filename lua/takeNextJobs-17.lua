@@ -10,6 +10,12 @@
   come up; none of them is looked at again until the bucket has room. So held backlogs cost nothing per
   delivery, and each held job is moved at most once per time its bucket fills.
 
+  When the queue's throttles key only on job.data and the job name (and no worker computes attributes),
+  jobs producers added are classified here too (includes/classifyInLua), taken from wait (then
+  prioritized) when they come first in queue order: a job that can go goes straight to active, one that
+  cannot is held as above. Otherwise, and for any job that needs it, the worker classifies them first
+  (intakeJobs, classifyJobs).
+
   Input:
     KEYS[1]  wait          KEYS[6]  meta          KEYS[11] wakeups        (ZSET bucket id -> ms)
     KEYS[2]  active        KEYS[7]  pc            KEYS[12] state          (HASH gen, held, ...)
@@ -29,19 +35,23 @@
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
 
   Output:
-    { nowUs, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, n, id_1, job_1, ..., id_n, job_n }
+    { nowUs, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, id_1, job_1, ..., id_n, job_n }
     nextWakeMs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
-    both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized not yet
-    classified; stale: classes of an older config generation; dropped: held ids whose job had been
+    both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized that the
+    worker must classify (0 while this script classifies them); more: 1 when the budget ran out with
+    jobs still to look at (call again); stale: classes of an older config generation; dropped: held ids whose job had been
     removed; gen: the queue's config generation; job_i: the job hash as HGETALL pairs.
 ]]
 local rcall = redis.call
 
 --- @include "includes/nowUs"
+--- @include "includes/intArg"
 --- @include "includes/windowCounter"
 --- @include "includes/schedulerKeys"
 --- @include "includes/bucketCounters"
 --- @include "includes/throttleStats"
+--- @include "includes/jobOrder"
+--- @include "includes/classifyInLua"
 --- @include "bullmq/includes/getQueueMetadata"
 --- @include "bullmq/includes/getNextDelayedTimestamp"
 --- @include "bullmq/includes/promoteDelayedJobs"
@@ -52,7 +62,7 @@ local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local classesKey, staleKey, classStateKey, removedHeldKey, blockedSinceKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
 local jobPrefix = ARGV[1]
-local lockDuration = tonumber(ARGV[2])
+local lockDuration = ARGV[2]
 local workerName = ARGV[3] ~= '' and ARGV[3] or nil
 local queueBase, throttlePrefix = ARGV[4], ARGV[5]
 local budget, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -60,13 +70,14 @@ local wanted = tonumber(ARGV[8])
 
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
+local nowMsArg = intArg(nowMs)
 
 local isPausedOrMaxed = getQueueMetadata(metaKey, activeKey, waitKey)
 promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
 
 -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
 local WAKE_BATCH_MAX = 64
-local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowMs, 'LIMIT', 0, 8)
+local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowMsArg, 'LIMIT', 0, 8)
 for _, bucketId in ipairs(due) do
   local counters = bucketCounters(throttlePrefix, parseBucketId(bucketId), now)
   local room = WAKE_BATCH_MAX
@@ -88,21 +99,21 @@ for _, bucketId in ipairs(due) do
     rcall('ZREM', wakeupsKey, bucketId)
   elseif room > 0 or counters == nil then
     -- More waiters than room: look again on the next call (a refusal reschedules it exactly).
-    rcall('ZADD', wakeupsKey, nowMs, bucketId)
+    rcall('ZADD', wakeupsKey, nowMsArg, bucketId)
   else
-    rcall('ZADD', wakeupsKey, math.ceil(bucketRoomAtUs(counters) / 1000), bucketId)
+    rcall('ZADD', wakeupsKey, intArg(math.ceil(bucketRoomAtUs(counters) / 1000)), bucketId)
   end
 end
 
-local gen = rcall('HGET', stateKey, 'gen') or ''
+local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
+local gen = stateFields[1] or ''
+local classSpec = parseClassSpec(stateFields[2])
 local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
-local delivered, dropped, deliveredCount = {}, 0, 0
+local delivered, dropped, deliveredCount, freshHeld = {}, 0, 0, 0
 local waitingOn = {}
 
--- The class's counters and buckets, or nil and the bucket it must wait on (with when it has room), or 'stale'.
-local function checkClass(member)
-  local memberGen, buckets = parseClass(member)
-  if memberGen ~= gen then return 'stale' end
+-- The buckets' counters, or nil and the bucket to wait on (with when it has room), or 'stale'.
+local function checkBuckets(buckets)
   local counters, fullBucket, fullAtUs = {}, nil, 0
   for _, bucket in ipairs(buckets) do
     local own = bucketCounters(throttlePrefix, bucket, now)
@@ -115,28 +126,35 @@ local function checkClass(member)
   return counters, buckets
 end
 
-local function deliver(jobId, counters, buckets)
-  if rcall('EXISTS', jobPrefix .. jobId) == 0 then
+local function checkClass(member)
+  local memberGen, buckets = parseClass(member)
+  if memberGen ~= gen then return 'stale' end
+  return checkBuckets(buckets)
+end
+
+-- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait.
+local function deliver(jobId, counters, buckets, held)
+  if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
     if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
     dropped = dropped + 1
     return
   end
-  deliveredCount = deliveredCount + 1
+  if held then deliveredCount = deliveredCount + 1 end
   for _, counter in ipairs(counters) do addToken(counter, now, leaseMs) end
   for _, bucket in ipairs(buckets) do noteDelivered(bucket) end
   rcall('LPUSH', activeKey, jobId)
   local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
-  local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMs, nil, nil, markerKey, lockOpts)
+  local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
   delivered[#delivered + 1] = jobId
   delivered[#delivered + 1] = prepared[1]
 end
 
 local function wait(member, order, bucket, atUs)
   rcall('HSET', classStateKey, member, bucket.id)
-  rcall('ZADD', waitersKey(queueBase, bucket.id), order, member)
-  rcall('ZADD', wakeupsKey, math.ceil(atUs / 1000), bucket.id)
-  rcall('ZADD', blockedSinceKey, 'NX', nowMs, member)
+  rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
+  rcall('ZADD', wakeupsKey, intArg(math.ceil(atUs / 1000)), bucket.id)
+  rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteFull(throttlePrefix, bucket, math.ceil(atUs / 1000))
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
   noteWaiting(throttlePrefix, bucket, held)
@@ -147,12 +165,12 @@ end
 -- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
 -- removes it from ready-jobs.
 local function file(member, jobId, order)
-  rcall('ZADD', classJobsKey(queueBase, member), order, jobId)
+  rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
   rcall('SADD', classesKey, member)
   local bucketId = waitingOn[member]
   if bucketId then
     -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
-    rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', order, member)
+    rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
     noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
     rcall('HINCRBY', stateKey, 'blocked', 1)
   end
@@ -161,6 +179,8 @@ end
 -- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
 -- only one taking from the front while it runs.
 local READ_CHUNK = 64
+-- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
+local FRESH_BUDGET = 256
 local readyChunk, readyAt, readyTaken = {}, 1, 0
 local function jobHeadOf()
   if readyAt > #readyChunk then
@@ -173,21 +193,116 @@ end
 -- Classes wait on buckets rarely: with none waiting, no job's class needs looking up.
 local anyWaiting = rcall('HLEN', classStateKey) > 0
 
+local function waitingOnOf(member)
+  local blockedOn = waitingOn[member]
+  if blockedOn == nil then
+    blockedOn = anyWaiting and rcall('HGET', classStateKey, member) or false
+    waitingOn[member] = blockedOn
+  end
+  return blockedOn
+end
+
+-- The first job of wait (then prioritized) that no worker has classified, classified here; nil when
+-- there is none, or it needs the worker's classifier (deferred), or this queue's throttles do.
+local fresh, freshEnded, deferred = nil, classSpec == nil, false
+local freshBudget = FRESH_BUDGET
+local function freshHead()
+  if fresh or freshEnded then return fresh end
+  if freshBudget <= 0 then
+    freshEnded = true
+    return nil
+  end
+  local jobId, fromPrioritized = rcall('LINDEX', waitKey, -1), false
+  if not jobId then jobId, fromPrioritized = rcall('ZRANGE', prioritizedKey, 0, 0)[1], true end
+  if not jobId then
+    freshEnded = true
+    return nil
+  end
+  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'priority', 'opts')
+  local member, buckets
+  -- A job without a hash (removed) is the worker's classifier's to let go.
+  if fields[1] then member, buckets = classifyInLua(classSpec, gen, fields[1], fields[2]) end
+  if member == nil then
+    freshEnded, deferred = true, true
+    return nil
+  end
+  fresh = { id = jobId, member = member, buckets = buckets, fields = fields, fromPrioritized = fromPrioritized }
+  return fresh
+end
+
+-- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
+local sequences
+local function freshOrder(job)
+  if job.order then return job.order end
+  if sequences == nil then
+    local stored = rcall('HMGET', stateKey, 'fifo', 'lifo')
+    sequences = { fifo = tonumber(stored[1]) or 0, lifo = tonumber(stored[2]) or 0, fifoUsed = 0, lifoUsed = 0 }
+  end
+  local lifo = false
+  if job.fields[4] then
+    local ok, opts = pcall(cjson.decode, job.fields[4])
+    lifo = ok and type(opts) == 'table' and opts.lifo == true
+  end
+  local priority = tonumber(job.fields[3]) or 0
+  if lifo then
+    sequences.lifoUsed = sequences.lifoUsed + 1
+    job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
+  else
+    sequences.fifoUsed = sequences.fifoUsed + 1
+    job.order = jobOrder(priority, false, sequences.fifo + sequences.fifoUsed)
+  end
+  return job.order
+end
+
+local function takeFresh()
+  local job = fresh
+  fresh = nil
+  if job.fromPrioritized then rcall('ZREM', prioritizedKey, job.id) else rcall('RPOP', waitKey) end
+  return job
+end
+
+-- A job straight from wait: delivered when its buckets have room, else held in its class.
+local function placeFresh(job)
+  local member = job.member
+  local blockedOn = waitingOnOf(member)
+  local counters, bucketsOrFull, fullAtUs
+  if not blockedOn then
+    counters, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
+    if counters ~= nil and counters ~= 'stale' then
+      deliver(job.id, counters, bucketsOrFull, false)
+      return
+    end
+  end
+  freshHeld = freshHeld + 1
+  freshBudget = freshBudget - 1
+  file(member, job.id, freshOrder(job))
+  if counters == 'stale' then
+    rcall('SADD', staleKey, member)
+  elseif not blockedOn then
+    wait(member, freshOrder(job), bucketsOrFull, fullAtUs)
+  end
+end
+
 local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
 while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
   if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
   local entry, order = jobHeadOf()
-  local fromJobs = entry ~= nil and (#classHead == 0 or order < tonumber(classHead[2]))
-  if fromJobs then
+  local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
+  local job = freshHead()
+  local fromFresh = job ~= nil
+  if fromFresh and (entry ~= nil or classOrder ~= nil) then
+    local first = freshOrder(job)
+    fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
+  end
+  local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
+  if fromFresh then
+    placeFresh(takeFresh())
+  elseif fromJobs then
     readyAt = readyAt + 2
     readyTaken = readyTaken + 1
     local hash = string.find(entry, '#', 1, true)
     local member, jobId = string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1)
-    local blockedOn = waitingOn[member]
-    if blockedOn == nil then
-      blockedOn = anyWaiting and rcall('HGET', classStateKey, member) or false
-      waitingOn[member] = blockedOn
-    end
+    local blockedOn = waitingOnOf(member)
     if blockedOn then
       file(member, jobId, order)
       budget = budget - 1
@@ -202,7 +317,7 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
         wait(member, order, bucketsOrFull, fullAtUs)
         budget = budget - 1
       else
-        deliver(jobId, counters, bucketsOrFull)
+        deliver(jobId, counters, bucketsOrFull, true)
       end
     end
   else
@@ -220,7 +335,7 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)
-      if #popped > 0 then deliver(popped[1], counters, bucketsOrFull) end
+      if #popped > 0 then deliver(popped[1], counters, bucketsOrFull, true) end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then
         rcall('ZREM', readyClassesKey, member)
@@ -236,18 +351,25 @@ end
 if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
 saveBucketCounters()
 saveThrottleStats(throttlePrefix, nowMs)
-if deliveredCount > 0 then rcall('HINCRBY', stateKey, 'held', -deliveredCount) end
+if freshHeld ~= deliveredCount then rcall('HINCRBY', stateKey, 'held', freshHeld - deliveredCount) end
+if sequences then
+  if sequences.fifoUsed > 0 then rcall('HINCRBY', stateKey, 'fifo', sequences.fifoUsed) end
+  if sequences.lifoUsed > 0 then rcall('HINCRBY', stateKey, 'lifo', sequences.lifoUsed) end
+end
 
-local unclassified = 0
-if not isPausedOrMaxed then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
-local nextWakeMs, nextDelayedMs, stale = 0, 0, 0
+local nextWakeMs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if #delivered < 2 * wanted then
   -- Some asked in vain: say when to look again.
   nextWakeMs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
-  if budget <= 0 and (jobHeadOf() ~= nil or #classHead > 0) then nextWakeMs = nowMs end
+  if not isPausedOrMaxed and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
+      or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
+    nextWakeMs, more = nowMs, 1
+  end
   nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
   stale = rcall('SCARD', staleKey)
 end
-local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, #delivered / 2 }
+local unclassified = 0
+if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
+local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, more, #delivered / 2 }
 for _, value in ipairs(delivered) do reply[#reply + 1] = value end
 return reply

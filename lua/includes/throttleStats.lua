@@ -9,6 +9,7 @@
     :recent   HASH slot of W/60 of the longest window -> deliveries in it
   Needs includes/schedulerKeys and includes/bucketCounters (throttleLimits).
 ]]
+--- @include "intArg"
 local deliveredByThrottle = {}
 
 local function statsBase(throttlePrefix, encodedName)
@@ -30,7 +31,7 @@ local function noteWaiting(throttlePrefix, bucket, delta)
 end
 
 local function noteFull(throttlePrefix, bucket, roomAtMs)
-  rcall('ZADD', statsBase(throttlePrefix, bucket.name) .. ':full', roomAtMs, bucket.bucket)
+  rcall('ZADD', statsBase(throttlePrefix, bucket.name) .. ':full', intArg(roomAtMs), bucket.bucket)
 end
 
 local function saveThrottleStats(throttlePrefix, nowMs)
@@ -44,16 +45,21 @@ local function saveThrottleStats(throttlePrefix, nowMs)
       for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
       local slotMs = math.max(1, math.floor(longest / 60))
       local slot = math.floor(nowMs / slotMs)
-      if tonumber(rcall('HINCRBY', base .. ':recent', slot, count)) == count then
-        -- A new slot: forget the ones a window and more behind, and let the hash lapse when idle.
-        local old = {}
-        for k = slot - 120, slot - 61 do old[#old + 1] = k end
-        rcall('HDEL', base .. ':recent', unpack(old))
-        rcall('PEXPIRE', base .. ':recent', 2 * longest + slotMs)
+      if tonumber(rcall('HINCRBY', base .. ':recent', intArg(slot), count)) == count then
+        -- A new slot: forget the ones a window and more behind (once they add up), and let the hash
+        -- lapse when idle.
+        if rcall('HLEN', base .. ':recent') > 80 then
+          local old = {}
+          for _, field in ipairs(rcall('HKEYS', base .. ':recent')) do
+            if tonumber(field) <= slot - 61 then old[#old + 1] = field end
+          end
+          if #old > 0 then rcall('HDEL', base .. ':recent', unpack(old)) end
+        end
+        rcall('PEXPIRE', base .. ':recent', intArg(2 * longest + slotMs))
         -- Once a slot (W/60): buckets whose window has emptied, or whose room has come back, leave the indexes.
         for _, index in ipairs({ ':active', ':full' }) do
-          rcall('ZREMRANGEBYSCORE', base .. index, '-inf', nowMs)
-          rcall('PEXPIRE', base .. index, 2 * longest + 60000)
+          rcall('ZREMRANGEBYSCORE', base .. index, '-inf', intArg(nowMs))
+          rcall('PEXPIRE', base .. index, intArg(2 * longest + 60000))
         end
       end
     end

@@ -18,6 +18,7 @@
   are released almost exactly on time. The hash holds at most (W + h) / slot + 4 fields whatever N is.
   The including script defines `local rcall = redis.call`.
 ]]
+--- @include "intArg"
 local SLOTS_PER_WINDOW = 220
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
@@ -57,7 +58,7 @@ local function sweepCounter(counter, nowUs)
   local removed = {}
   local function drop(k, value)
     counter.n = counter.n - math.floor(value / counter.scale)
-    removed[#removed + 1] = k
+    removed[#removed + 1] = intArg(k)
   end
   if due >= counter.lo then
     local span = due - counter.lo + 1
@@ -69,7 +70,7 @@ local function sweepCounter(counter, nowUs)
       end
     else
       for k = counter.lo, due do
-        local value = rcall('HGET', key, k)
+        local value = rcall('HGET', key, intArg(k))
         if value then drop(k, tonumber(value)) end
       end
     end
@@ -77,7 +78,7 @@ local function sweepCounter(counter, nowUs)
     counter.dirty = true
   end
   -- The slot now runs through may already be past its latest release time.
-  local current = counter.lo <= due + 1 and rcall('HGET', key, due + 1)
+  local current = counter.lo <= due + 1 and rcall('HGET', key, intArg(due + 1))
   if current and releaseUsOf(counter, due + 1, tonumber(current)) <= nowUs then
     drop(due + 1, tonumber(current))
     counter.lo = due + 2
@@ -167,12 +168,13 @@ end
 -- Stops counting one token granted at grantUs; false when it was no longer counted.
 local function removeToken(counter, grantUs, leaseMs, nowUs)
   local k = slotOf(counter, grantUs, leaseMs)
-  local value = tonumber(rcall('HGET', counter.key, k))
+  local field = intArg(k)
+  local value = tonumber(rcall('HGET', counter.key, field))
   if value == nil or value < counter.scale or releaseUsOf(counter, k, value) <= nowUs then return false end
   if value < 2 * counter.scale then
-    rcall('HDEL', counter.key, k)
+    rcall('HDEL', counter.key, field)
   else
-    rcall('HSET', counter.key, k, value - counter.scale)
+    rcall('HSET', counter.key, field, intArg(value - counter.scale))
   end
   counter.n = counter.n - 1
   counter.dirty = true
@@ -195,34 +197,35 @@ local function saveCounter(counter)
     -- start. (Swept first, so that what is written below is the swept count.)
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
     if counter.n >= counter.max then
-      rcall('ZADD', counter.statsBase .. ':full', 'GT', math.floor((counter.lo - 1) * counter.slot / 1000), counter.bucket)
+      rcall('ZADD', counter.statsBase .. ':full', 'GT', intArg(math.floor((counter.lo - 1) * counter.slot / 1000)), counter.bucket)
     end
   end
   if counter.n <= 0 then
     rcall('DEL', key)
     return
   end
-  local fields = { 'n', counter.n, 'lo', counter.lo, 'hi', counter.hi }
+  local fields = { 'n', intArg(counter.n), 'lo', intArg(counter.lo), 'hi', intArg(counter.hi) }
   -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   if expire then
     counter.expiresAt = counter.hi
     fields[#fields + 1] = 'x'
-    fields[#fields + 1] = counter.expiresAt
+    fields[#fields + 1] = intArg(counter.expiresAt)
   end
   for k, added in pairs(counter.added) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
-    if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, k)) or 0 end
+    local field = intArg(k)
+    if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
     local offsetMs = value % counter.scale
     if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
-    fields[#fields + 1] = k
-    fields[#fields + 1] = (math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs
+    fields[#fields + 1] = field
+    fields[#fields + 1] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
   end
   rcall('HSET', key, unpack(fields))
   if expire then
     local expiresAtMs = math.ceil(counter.expiresAt * counter.slot / 1000)
-    rcall('PEXPIREAT', key, expiresAtMs)
+    rcall('PEXPIREAT', key, intArg(expiresAtMs))
     if counter.statsBase then
       -- Gathered per throttle and written in one ZADD by flushActiveIndexes (includes/throttleStats).
       local pending = pendingActive[counter.statsBase]
@@ -230,7 +233,7 @@ local function saveCounter(counter)
         pending = {}
         pendingActive[counter.statsBase] = pending
       end
-      pending[#pending + 1] = expiresAtMs
+      pending[#pending + 1] = intArg(expiresAtMs)
       pending[#pending + 1] = counter.bucket
     end
   end

@@ -50,6 +50,8 @@ interface TakeReply {
   stale: number;
   dropped: number;
   gen: string;
+  /** The call ran out of budget with jobs still to look at. */
+  more: boolean;
   jobs: { id: string; fields: string[] }[];
 }
 
@@ -145,7 +147,7 @@ export class ThrottleGate {
         const client = (await backend.client) as unknown as RedisClient;
         this.runner ??= new ScriptRunner(client, this.options.scripts);
         this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
-          workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData),
+          workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
         }, declarationTtlMs);
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger);
         await this.refreshConfig(true);
@@ -235,6 +237,7 @@ export class ThrottleGate {
     const args: (string | number)[] = [
       config?.gen ?? '',
       config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
+      config?.luaSpec ?? '',
       this.options.declarationTtlMs * 3,
     ];
     for (const throttle of throttles) {
@@ -276,6 +279,7 @@ export class ThrottleGate {
             continue;
           }
         }
+        if (reply.more && pending.length > 0 && round < 3) continue;
         const none = raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
         for (const request of pending) request.resolve(none);
         pending = [];
@@ -297,9 +301,9 @@ export class ThrottleGate {
       keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
       tokens.length, ...tokens,
     ])) as unknown[];
-    const count = Number(raw[7]);
+    const count = Number(raw[8]);
     const jobs: TakeReply['jobs'] = [];
-    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[8 + 2 * i]), fields: raw[9 + 2 * i] as string[] });
+    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[9 + 2 * i]), fields: raw[10 + 2 * i] as string[] });
     return {
       nowMs: Math.floor(Number(raw[0]) / 1000),
       nextWakeMs: Number(raw[1]),
@@ -308,6 +312,7 @@ export class ThrottleGate {
       stale: Number(raw[4]),
       dropped: Number(raw[5]),
       gen: String(raw[6]),
+      more: Number(raw[7]) === 1,
       jobs,
     };
   }

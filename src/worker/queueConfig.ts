@@ -2,12 +2,15 @@ import { createHash } from 'node:crypto';
 import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import { luaClassSpec } from './luaClassSpec';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
   readonly workerId: string;
   readonly queue: string;
   readonly declarations: readonly ThrottleSpec[];
+  /** Whether the worker computes attributes (an `attributes` function); absent in older entries. */
+  readonly attributes?: boolean;
 }
 
 /** What applies to one queue: every throttle any of its live workers declares, each merged across all queues. */
@@ -15,6 +18,8 @@ export interface QueueConfig {
   /** Changes exactly when the throttles' names, keys or missing-key policies change (not their limits). */
   readonly gen: string;
   readonly throttles: readonly EffectiveThrottle[];
+  /** How the delivery script classifies new jobs itself, or '' when the workers must (see luaClassSpec). */
+  readonly luaSpec: string;
 }
 
 export function configGeneration(throttles: readonly EffectiveThrottle[]): string {
@@ -30,5 +35,5 @@ export function effectiveThrottle(entries: readonly RegistryEntry[], name: strin
 export function queueConfigFrom(entries: readonly RegistryEntry[], queue: string): QueueConfig {
   const names = new Set(entries.filter((e) => e.queue === queue).flatMap((e) => e.declarations.map((d) => d.name)));
   const throttles = [...names].sort().map((name) => effectiveThrottle(entries, name));
-  return { gen: configGeneration(throttles), throttles };
+  return { gen: configGeneration(throttles), throttles, luaSpec: luaClassSpec(throttles, entries, queue) };
 }

@@ -1,0 +1,104 @@
+--[[
+  Works out a job's class inside the delivery script, exactly as src/worker/jobClassifier.ts does, for
+  queues whose throttles key only on job.data paths and the job name and whose workers compute no
+  attributes: such jobs then go from wait to active in one script, with no classification round trip.
+
+  The spec is the queue state's `lua` field (written by publishQueueConfig, built by
+  src/worker/luaClassSpec.ts): the queue's throttles in the order their bucket ids sort, as
+    [ { "n": encoded name, "k": [ ["name"] | ["data", segment, ...], ... ] (absent: unkeyed),
+        "u": true when a job missing the key is not subject to the throttle } ]
+  Paths that JavaScript would resolve differently from a plain table lookup (array indexes, `length`,
+  prototype names) never reach a spec.
+
+  classifyInLua returns the class member and its buckets ({ id, name, bucket } each), or nil when the
+  job needs the TypeScript classifier: data that is not JSON, a key value that is not ASCII, not an
+  integer of at most 2^53, or an object. (There it is placed as before, with the warnings it logs.)
+  Needs cjson (Redis's Lua has it).
+]]
+local function parseClassSpec(text)
+  if not text or text == '' then return nil end
+  local spec = cjson.decode(text)
+  spec.needsData, spec.needsName = false, false
+  for _, throttle in ipairs(spec) do
+    for _, part in ipairs(throttle.k or {}) do
+      if part[1] == 'data' then spec.needsData = true else spec.needsName = true end
+    end
+  end
+  return spec
+end
+
+local DEFER = {}
+
+-- encodeURIComponent of an ASCII string (nil for any other), as src/keys/keyEncoding.ts encodeSegment.
+local function encodeAsciiSegment(text)
+  if string.find(text, '[\128-\255]') then return nil end
+  return (string.gsub(text, "[^A-Za-z0-9%-_%.!~%*'%(%)]", function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+
+-- One key value's encoding (src/keys/keyEncoding.ts encodeValue), nil when missing, DEFER when unsure.
+local function keyValueSegment(value)
+  local kind = type(value)
+  if kind == 'string' then
+    local encoded = encodeAsciiSegment(value)
+    if encoded == nil then return DEFER end
+    return 's' .. encoded
+  elseif kind == 'boolean' then
+    return value and 't' or 'f'
+  elseif kind == 'number' then
+    -- String(n) in JavaScript spells these as integers; -0 as 0.
+    if value ~= math.floor(value) or value >= 9007199254740992 or value <= -9007199254740992 then return DEFER end
+    return 'n' .. string.format('%d', value)
+  elseif value == nil or value == cjson.null then
+    return nil
+  end
+  return DEFER
+end
+
+local function classifyInLua(spec, gen, name, dataText)
+  local data
+  if spec.needsData then
+    -- JSON.parse refuses raw control characters, hex, Infinity and NaN, which cjson would take.
+    if not dataText or string.find(dataText, '[%z\1-\31]') then return nil end
+    local lenient = cjson.decode_invalid_numbers()
+    cjson.decode_invalid_numbers(false)
+    local ok, decoded = pcall(cjson.decode, dataText)
+    cjson.decode_invalid_numbers(lenient)
+    if not ok then return nil end
+    data = decoded
+  end
+  local ids, buckets = {}, {}
+  for _, throttle in ipairs(spec) do
+    local bucket
+    if throttle.k == nil then
+      bucket = '-'
+    else
+      local segments, missing = {}, false
+      for i, part in ipairs(throttle.k) do
+        local value
+        if part[1] == 'name' then
+          value = name or nil
+        else
+          value = data
+          for s = 2, #part do
+            if type(value) ~= 'table' then value = nil break end
+            value = value[part[s]]
+          end
+        end
+        local segment = keyValueSegment(value)
+        if segment == DEFER then return nil end
+        if segment == nil then missing = true else segments[i] = segment end
+      end
+      if not missing then
+        bucket = table.concat(segments, ',')
+      elseif not throttle.u then
+        bucket = '~'
+      end
+    end
+    if bucket then
+      local id = throttle.n .. '=' .. bucket
+      ids[#ids + 1] = id
+      buckets[#buckets + 1] = { id = id, name = throttle.n, bucket = bucket }
+    end
+  end
+  return gen .. '/' .. (#ids > 0 and table.concat(ids, '|') or '*'), buckets
+end

@@ -1,0 +1,35 @@
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { Missing } from '../declarations/Missing';
+import { encodeSegment } from '../keys/keyEncoding';
+import type { RegistryEntry } from './queueConfig';
+
+/**
+ * A path segment that a JavaScript property lookup answers as a Lua table lookup does: not an array
+ * index, not `length`, not a name an object or array inherits.
+ */
+function plainSegment(segment: string): boolean {
+  return !/^\d+$/.test(segment) && segment !== 'length' && !(segment in Object.prototype) && !(segment in Array.prototype);
+}
+
+/**
+ * The spec by which the delivery script classifies a queue's new jobs itself (lua/includes/classifyInLua),
+ * or '' when only jobClassifier can: a throttle keys on an attribute or on a path a Lua lookup would
+ * resolve differently, or a live worker of the queue computes attributes (they are stored with each job
+ * as it is first seen, so it must see every job). Throttles come in the order their bucket ids sort.
+ */
+export function luaClassSpec(throttles: readonly EffectiveThrottle[], entries: readonly RegistryEntry[], queue: string): string {
+  // An entry that does not say (an older version's) may compute attributes.
+  if (entries.some((entry) => entry.queue === queue && entry.attributes !== false)) return '';
+  const usable = throttles.every((throttle) => (throttle.keyParts ?? []).every((part) =>
+    part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment))));
+  if (!usable) return '';
+  // Bucket ids "<name>=<bucket>" sort as "<name>=" do: encoded names hold no '='.
+  const ordered = throttles
+    .map((throttle) => ({ throttle, sortKey: `${encodeSegment(throttle.name)}=` }))
+    .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+  return JSON.stringify(ordered.map(({ throttle }) => ({
+    n: encodeSegment(throttle.name),
+    ...(throttle.keyParts ? { k: throttle.keyParts.map((part) => (part.kind === 'data' ? ['data', ...part.path.split('.')] : ['name'])) } : {}),
+    ...(throttle.missing === Missing.Unthrottled ? { u: true } : {}),
+  })));
+}
