@@ -114,6 +114,13 @@ local waitingOn = {}
 
 -- The buckets' counters, or nil and the bucket to wait on (with when it has room), or 'stale'.
 local function checkBuckets(buckets)
+  if #buckets == 1 then
+    local own = bucketCounters(throttlePrefix, buckets[1], now)
+    if own == nil then return 'stale' end
+    local roomAt = bucketRoomAtUs(own)
+    if roomAt > 0 then return nil, buckets[1], roomAt end
+    return own, buckets
+  end
   local counters, fullBucket, fullAtUs = {}, nil, 0
   for _, bucket in ipairs(buckets) do
     local own = bucketCounters(throttlePrefix, bucket, now)
@@ -132,8 +139,9 @@ local function checkClass(member)
   return checkBuckets(buckets)
 end
 
--- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait.
-local function deliver(jobId, counters, buckets, held)
+-- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
+-- inActive: it is at the head of active already.
+local function deliver(jobId, counters, buckets, held, inActive)
   if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
     if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
@@ -141,9 +149,9 @@ local function deliver(jobId, counters, buckets, held)
     return
   end
   if held then deliveredCount = deliveredCount + 1 end
-  for _, counter in ipairs(counters) do addToken(counter, now, leaseMs) end
-  for _, bucket in ipairs(buckets) do noteDelivered(bucket) end
-  rcall('LPUSH', activeKey, jobId)
+  for i = 1, #counters do addToken(counters[i], now, leaseMs) end
+  for i = 1, #buckets do noteDelivered(buckets[i]) end
+  if not inActive then rcall('LPUSH', activeKey, jobId) end
   local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
   delivered[#delivered + 1] = jobId
@@ -206,14 +214,21 @@ end
 -- there is none, or it needs the worker's classifier (deferred), or this queue's throttles do.
 local fresh, freshEnded, deferred = nil, classSpec == nil, false
 local freshBudget = FRESH_BUDGET
-local function freshHead()
+-- comesFirst: nothing held is ahead of it, so it is taken straight into active (one command, as bullmq's
+-- moveToActive does) and put back should it not go.
+local function freshHead(comesFirst)
   if fresh or freshEnded then return fresh end
   if freshBudget <= 0 then
     freshEnded = true
     return nil
   end
-  local jobId, fromPrioritized = rcall('LINDEX', waitKey, -1), false
-  if not jobId then jobId, fromPrioritized = rcall('ZRANGE', prioritizedKey, 0, 0)[1], true end
+  local jobId, from
+  if comesFirst then
+    jobId, from = rcall('RPOPLPUSH', waitKey, activeKey), 'active'
+  else
+    jobId, from = rcall('LINDEX', waitKey, -1), 'wait'
+  end
+  if not jobId then jobId, from = rcall('ZRANGE', prioritizedKey, 0, 0)[1], 'prioritized' end
   if not jobId then
     freshEnded = true
     return nil
@@ -223,10 +238,14 @@ local function freshHead()
   -- A job without a hash (removed) is the worker's classifier's to let go.
   if fields[1] then member, buckets = classifyInLua(classSpec, gen, fields[1], fields[2]) end
   if member == nil then
+    if from == 'active' then
+      rcall('LREM', activeKey, 1, jobId)
+      rcall('RPUSH', waitKey, jobId)
+    end
     freshEnded, deferred = true, true
     return nil
   end
-  fresh = { id = jobId, member = member, buckets = buckets, fields = fields, fromPrioritized = fromPrioritized }
+  fresh = { id = jobId, member = member, buckets = buckets, fields = fields, from = from }
   return fresh
 end
 
@@ -257,7 +276,11 @@ end
 local function takeFresh()
   local job = fresh
   fresh = nil
-  if job.fromPrioritized then rcall('ZREM', prioritizedKey, job.id) else rcall('RPOP', waitKey) end
+  if job.from == 'prioritized' then
+    rcall('ZREM', prioritizedKey, job.id)
+  elseif job.from == 'wait' then
+    rcall('RPOP', waitKey)
+  end
   return job
 end
 
@@ -269,10 +292,11 @@ local function placeFresh(job)
   if not blockedOn then
     counters, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
     if counters ~= nil and counters ~= 'stale' then
-      deliver(job.id, counters, bucketsOrFull, false)
+      deliver(job.id, counters, bucketsOrFull, false, job.from == 'active')
       return
     end
   end
+  if job.from == 'active' then rcall('LREM', activeKey, 1, job.id) end
   freshHeld = freshHeld + 1
   freshBudget = freshBudget - 1
   file(member, job.id, freshOrder(job))
@@ -288,7 +312,7 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
   if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
   local entry, order = jobHeadOf()
   local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-  local job = freshHead()
+  local job = freshHead(entry == nil and classOrder == nil)
   local fromFresh = job ~= nil
   if fromFresh and (entry ~= nil or classOrder ~= nil) then
     local first = freshOrder(job)

@@ -7,13 +7,17 @@ local limitsCache = {}
 local counterCache = {}
 local counterList = {}
 
--- The throttle's effective limits as { { max, windowMs } }, or nil when no live worker declares it.
+-- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base),
+-- or nil when no live worker declares it.
 local function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
-    cached = {}
-    for i = 1, #flat, 2 do cached[#cached + 1] = { windowMs = tonumber(flat[i]), max = tonumber(flat[i + 1]) } end
+    cached = { base = throttlePrefix .. '{' .. encodedName .. '}' }
+    for i = 1, #flat, 2 do
+      -- counterKey(...) is base .. ':b:' .. bucket .. keySuffix, spelled once per throttle.
+      cached[#cached + 1] = { windowMs = tonumber(flat[i]), max = tonumber(flat[i + 1]), keySuffix = ':' .. flat[i] }
+    end
     limitsCache[encodedName] = cached
   end
   if #cached == 0 then return nil end
@@ -21,22 +25,26 @@ local function throttleLimits(throttlePrefix, encodedName)
 end
 
 -- Every counter of one bucket, or nil when its throttle has no limits.
+local bucketCache = {}
 local function bucketCounters(throttlePrefix, bucket, nowUs)
+  local counters = bucketCache[bucket.id]
+  if counters then return counters end
   local limits = throttleLimits(throttlePrefix, bucket.name)
   if limits == nil then return nil end
-  local counters = {}
+  counters = {}
   for _, limit in ipairs(limits) do
-    local key = counterKey(throttlePrefix, bucket.name, bucket.bucket, limit.windowMs)
+    local key = limits.base .. ':b:' .. bucket.bucket .. limit.keySuffix
     local counter = counterCache[key]
     if counter == nil then
       counter = loadCounter(key, limit.max, limit.windowMs, nowUs)
       -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
-      counter.statsBase, counter.bucket = throttlePrefix .. '{' .. bucket.name .. '}', bucket.bucket
+      counter.statsBase, counter.bucket = limits.base, bucket.bucket
       counterCache[key] = counter
       counterList[#counterList + 1] = counter
     end
     counters[#counters + 1] = counter
   end
+  bucketCache[bucket.id] = counters
   return counters
 end
 
@@ -54,8 +62,8 @@ end
 -- When the bucket next has room for one more (us), 0 when it has room now.
 local function bucketRoomAtUs(counters)
   local at = 0
-  for _, counter in ipairs(counters) do
-    local roomAt = roomAtUs(counter)
+  for i = 1, #counters do
+    local roomAt = roomAtUs(counters[i])
     if roomAt > at then at = roomAt end
   end
   return at

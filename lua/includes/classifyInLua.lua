@@ -23,6 +23,8 @@ local function parseClassSpec(text)
     for _, part in ipairs(throttle.k or {}) do
       if part[1] == 'data' then spec.needsData = true else spec.needsName = true end
     end
+    -- An unkeyed throttle's one bucket, shared by every job (the delivery script only reads buckets).
+    if throttle.k == nil then throttle.only = { id = throttle.n .. '=-', name = throttle.n, bucket = '-' } end
   end
   return spec
 end
@@ -54,6 +56,21 @@ local function keyValueSegment(value)
   return DEFER
 end
 
+-- The value at one key part of a job, or DEFER.
+local function keyPartSegment(part, name, data)
+  local value
+  if part[1] == 'name' then
+    value = name or nil
+  else
+    value = data
+    for s = 2, #part do
+      if type(value) ~= 'table' then return nil end
+      value = value[part[s]]
+    end
+  end
+  return keyValueSegment(value)
+end
+
 local function classifyInLua(spec, gen, name, dataText)
   local data
   if spec.needsData then
@@ -67,33 +84,25 @@ local function classifyInLua(spec, gen, name, dataText)
     data = decoded
   end
   local ids, buckets = {}, {}
-  for _, throttle in ipairs(spec) do
-    local bucket
-    if throttle.k == nil then
-      bucket = '-'
+  for t = 1, #spec do
+    local throttle = spec[t]
+    local keyParts, bucket = throttle.k, nil
+    if keyParts == nil then
+      buckets[#buckets + 1] = throttle.only
+      ids[#ids + 1] = throttle.only.id
+    elseif #keyParts == 1 then
+      bucket = keyPartSegment(keyParts[1], name, data)
+      if bucket == DEFER then return nil end
     else
       local segments, missing = {}, false
-      for i, part in ipairs(throttle.k) do
-        local value
-        if part[1] == 'name' then
-          value = name or nil
-        else
-          value = data
-          for s = 2, #part do
-            if type(value) ~= 'table' then value = nil break end
-            value = value[part[s]]
-          end
-        end
-        local segment = keyValueSegment(value)
+      for i, part in ipairs(keyParts) do
+        local segment = keyPartSegment(part, name, data)
         if segment == DEFER then return nil end
         if segment == nil then missing = true else segments[i] = segment end
       end
-      if not missing then
-        bucket = table.concat(segments, ',')
-      elseif not throttle.u then
-        bucket = '~'
-      end
+      if not missing then bucket = table.concat(segments, ',') end
     end
+    if keyParts ~= nil and bucket == nil and not throttle.u then bucket = '~' end
     if bucket then
       local id = throttle.n .. '=' .. bucket
       ids[#ids + 1] = id

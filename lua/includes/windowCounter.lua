@@ -3,7 +3,8 @@
     n   tokens still counted
     lo  lowest slot index that may still hold tokens
     hi  highest slot index holding tokens (the key expires once that slot is released)
-    x   the slot whose end the key's expiry is set to (so that it is moved only when hi passes it)
+    x   the slot whose end the key's expiry is set to: EXPIRY_SLACK slots past hi when hi passes it, so
+        that a bucket taking a token every few slots moves its expiry once in a while, not every time
     <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot], stored as
         count * scale + o, where (k - 1) * slot + o ms is the latest release time among them
 
@@ -20,6 +21,8 @@
 ]]
 --- @include "intArg"
 local SLOTS_PER_WINDOW = 220
+-- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
+local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
 
@@ -91,7 +94,7 @@ local function loadCounter(key, max, windowMs, nowUs)
   local counter = newCounter(key, max, windowMs)
   local stored = rcall('HMGET', key, 'n', 'lo', 'hi', 'x')
   counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
-  counter.storedHi, counter.expiresAt, counter.nowUs = counter.hi, tonumber(stored[4]), nowUs
+  counter.storedLo, counter.storedHi, counter.expiresAt, counter.nowUs = counter.lo, counter.hi, tonumber(stored[4]), nowUs
   local due = math.floor(nowUs / counter.slot)
   if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.sweepSpan) then sweepCounter(counter, nowUs) end
   return counter
@@ -204,11 +207,20 @@ local function saveCounter(counter)
     rcall('DEL', key)
     return
   end
-  local fields = { 'n', intArg(counter.n), 'lo', intArg(counter.lo), 'hi', intArg(counter.hi) }
+  -- Only what changed is written: lo and hi move once a slot at most.
+  local fields = { 'n', intArg(counter.n) }
+  if counter.lo ~= counter.storedLo then
+    fields[#fields + 1] = 'lo'
+    fields[#fields + 1] = intArg(counter.lo)
+  end
+  if counter.hi ~= counter.storedHi then
+    fields[#fields + 1] = 'hi'
+    fields[#fields + 1] = intArg(counter.hi)
+  end
   -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   if expire then
-    counter.expiresAt = counter.hi
+    counter.expiresAt = counter.hi + EXPIRY_SLACK
     fields[#fields + 1] = 'x'
     fields[#fields + 1] = intArg(counter.expiresAt)
   end
@@ -223,19 +235,17 @@ local function saveCounter(counter)
     fields[#fields + 1] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
   end
   rcall('HSET', key, unpack(fields))
-  if expire then
-    local expiresAtMs = math.ceil(counter.expiresAt * counter.slot / 1000)
-    rcall('PEXPIREAT', key, intArg(expiresAtMs))
-    if counter.statsBase then
-      -- Gathered per throttle and written in one ZADD by flushActiveIndexes (includes/throttleStats).
-      local pending = pendingActive[counter.statsBase]
-      if pending == nil then
-        pending = {}
-        pendingActive[counter.statsBase] = pending
-      end
-      pending[#pending + 1] = intArg(expiresAtMs)
-      pending[#pending + 1] = counter.bucket
+  if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.slot / 1000))) end
+  if counter.statsBase and counter.hi ~= counter.storedHi then
+    -- When its last counted token is released, gathered per throttle and written in one ZADD by
+    -- flushActiveIndexes (includes/throttleStats).
+    local pending = pendingActive[counter.statsBase]
+    if pending == nil then
+      pending = {}
+      pendingActive[counter.statsBase] = pending
     end
+    pending[#pending + 1] = intArg(math.ceil(counter.hi * counter.slot / 1000))
+    pending[#pending + 1] = counter.bucket
   end
 
 end
