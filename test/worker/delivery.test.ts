@@ -46,6 +46,31 @@ describe('ThrottledWorker delivery', () => {
     expect(total).toBe(jobs.length);
   });
 
+  it('holds the same limits whether the delivery script classifies a job or leaves it to the worker', async () => {
+    const queue = bed.queue('mixed');
+    // 'acme' and 7 are classified inside the delivery script; 'ünï', 1.5 and an object go through the
+    // worker's classifier. 7 and '7' are different buckets; 1.5 has its own.
+    const customers: unknown[] = ['acme', 'ünï', 7, '7', 1.5, { id: 1 }];
+    const jobs = Array.from({ length: 48 }, (_, i) => ({ name: 'charge', data: { customer: customers[i % customers.length], i } }));
+    await queue.addBulk(jobs);
+    const seen: Job[] = [];
+    const perCustomer = Throttle.named('per-customer').key([Key.data('customer')]).limit(3, 400);
+    bed.worker('mixed', async (job) => { seen.push(job); }, { concurrency: 6, throttles: [perCustomer] });
+    await waitFor(() => seen.length === jobs.length, 20_000, 'every job delivered');
+    expect(new Set(seen.map((j) => j.id)).size).toBe(jobs.length);
+    const bucketOf = (job: Job) => {
+      const value = job.data?.customer;
+      // An object counts as missing the key: such jobs share the missing-key bucket.
+      return typeof value === 'object' || value === undefined ? 'missing' : `${typeof value}:${String(value)}`;
+    };
+    const buckets = new Set(seen.map(bucketOf));
+    expect([...buckets].sort()).toEqual(['missing', 'number:1.5', 'number:7', 'string:7', 'string:acme', 'string:ünï']);
+    for (const bucket of buckets) {
+      expect(mostInAnyWindow(seen.filter((j) => bucketOf(j) === bucket).map((j) => j.processedOn!), 400)).toBeLessThanOrEqual(3);
+    }
+    expect((await getThrottledCount(queue)).throttled).toBe(0);
+  });
+
   it('holds jobs that cannot go without a lock, an attempt or an active event', async () => {
     const queue = bed.queue('held');
     const added = await queue.addBulk([1, 2, 3].map((i) => ({ name: 'n', data: { i } })));
