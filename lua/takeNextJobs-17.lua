@@ -189,11 +189,13 @@ end
 local READ_CHUNK = 64
 -- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
 local FRESH_BUDGET = 256
-local readyChunk, readyAt, readyTaken = {}, 1, 0
+local readyChunk, readyAt, readyTaken, readyEnded = {}, 1, 0, false
 local function jobHeadOf()
-  if readyAt > #readyChunk then
+  if readyAt > #readyChunk and not readyEnded then
     readyChunk = rcall('ZRANGE', readyJobsKey, readyTaken, readyTaken + READ_CHUNK - 1, 'WITHSCORES')
     readyAt = 1
+    -- Nothing adds to ready-jobs while this runs: a short chunk is the last.
+    readyEnded = #readyChunk < 2 * READ_CHUNK
   end
   if readyAt > #readyChunk then return nil end
   return readyChunk[readyAt], tonumber(readyChunk[readyAt + 1])
