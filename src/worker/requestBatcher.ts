@@ -16,6 +16,8 @@ export class RequestBatcher<Q, R> {
     private readonly serve: (batch: PendingRequest<Q, R>[]) => Promise<void>,
     private readonly maxBatch: number,
     private readonly maxInFlight: number,
+    /** A call beyond the first in flight goes only with at least this many requests. */
+    private readonly minOverlappingBatch = 1,
   ) {}
 
   submit(request: Q): Promise<R> {
@@ -26,7 +28,7 @@ export class RequestBatcher<Q, R> {
   }
 
   private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.pending.length > 0) {
+    while (this.inFlight < this.maxInFlight && this.pending.length >= (this.inFlight === 0 ? 1 : this.minOverlappingBatch)) {
       this.inFlight++;
       const batch = this.pending.splice(0, this.maxBatch);
       void this.serve(batch).finally(() => {

@@ -1,0 +1,29 @@
+import { PendingRequest, RequestBatcher } from '../../src/worker/requestBatcher';
+
+describe('RequestBatcher', () => {
+  it('serves what arrives during a call as the next batch, and overlaps a second call only for a big enough batch', async () => {
+    const calls: number[][] = [];
+    const finish: (() => void)[] = [];
+    const batcher = new RequestBatcher<number, number>((batch: PendingRequest<number, number>[]) => {
+      calls.push(batch.map((p) => p.request));
+      return new Promise<void>((resolve) => finish.push(() => { batch.forEach((p) => p.resolve(p.request * 10)); resolve(); }));
+    }, 64, 2, 4);
+    const first = batcher.submit(1);
+    const waiting = [2, 3, 4].map((n) => batcher.submit(n));
+    expect(calls).toEqual([[1]]);
+    const more = batcher.submit(5);
+    expect(calls).toEqual([[1], [2, 3, 4, 5]]);
+    const later = [6, 7].map((n) => batcher.submit(n));
+    expect(calls).toHaveLength(2);
+    finish[0]();
+    expect(await first).toBe(10);
+    await new Promise((resolve) => setImmediate(resolve));
+    // One call is still in flight, and two requests are too few to overlap it.
+    expect(calls).toHaveLength(2);
+    finish[1]();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
+    finish[2]();
+    expect(await Promise.all([...waiting, more, ...later])).toEqual([20, 30, 40, 50, 60, 70]);
+  });
+});
