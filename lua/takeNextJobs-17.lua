@@ -139,6 +139,8 @@ local function checkClass(member)
   return checkBuckets(buckets)
 end
 
+local lockOpts = { lockDuration = lockDuration, name = workerName }
+
 -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
 -- inActive: it is at the head of active already.
 local function deliver(jobId, counters, buckets, held, inActive)
@@ -152,7 +154,7 @@ local function deliver(jobId, counters, buckets, held, inActive)
   for i = 1, #counters do addToken(counters[i], now, leaseMs) end
   for i = 1, #buckets do noteDelivered(buckets[i]) end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
-  local lockOpts = { token = ARGV[8 + #delivered / 2 + 1], lockDuration = lockDuration, name = workerName }
+  lockOpts.token = ARGV[8 + #delivered / 2 + 1]
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
   delivered[#delivered + 1] = jobId
   delivered[#delivered + 1] = prepared[1]
@@ -205,6 +207,7 @@ local anyWaiting = rcall('HLEN', classStateKey) > 0
 
 local function waitingOnOf(member)
   local blockedOn = waitingOn[member]
+  if blockedOn == nil and not anyWaiting then return false end
   if blockedOn == nil then
     blockedOn = anyWaiting and rcall('HGET', classStateKey, member) or false
     waitingOn[member] = blockedOn
@@ -235,7 +238,7 @@ local function freshHead(comesFirst)
     freshEnded = true
     return nil
   end
-  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data', 'priority', 'opts')
+  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
   local member, buckets
   -- A job without a hash (removed) is the worker's classifier's to let go.
   if fields[1] then member, buckets = classifyInLua(classSpec, gen, fields[1], fields[2]) end
@@ -259,12 +262,14 @@ local function freshOrder(job)
     local stored = rcall('HMGET', stateKey, 'fifo', 'lifo')
     sequences = { fifo = tonumber(stored[1]) or 0, lifo = tonumber(stored[2]) or 0, fifoUsed = 0, lifoUsed = 0 }
   end
+  -- Read only now: a job that goes at once needs neither.
+  local stored = rcall('HMGET', jobPrefix .. job.id, 'priority', 'opts')
   local lifo = false
-  if job.fields[4] then
-    local ok, opts = pcall(cjson.decode, job.fields[4])
+  if stored[2] then
+    local ok, opts = pcall(cjson.decode, stored[2])
     lifo = ok and type(opts) == 'table' and opts.lifo == true
   end
-  local priority = tonumber(job.fields[3]) or 0
+  local priority = tonumber(stored[1]) or 0
   if lifo then
     sequences.lifoUsed = sequences.lifoUsed + 1
     job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)

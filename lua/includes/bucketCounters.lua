@@ -4,7 +4,6 @@
   Needs includes/windowCounter and includes/schedulerKeys.
 ]]
 local limitsCache = {}
-local counterCache = {}
 local counterList = {}
 
 -- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base),
@@ -33,15 +32,11 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
   if limits == nil then return nil end
   counters = {}
   for _, limit in ipairs(limits) do
-    local key = limits.base .. ':b:' .. bucket.bucket .. limit.keySuffix
-    local counter = counterCache[key]
-    if counter == nil then
-      counter = loadCounter(key, limit.max, limit.windowMs, nowUs)
-      -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
-      counter.statsBase, counter.bucket = limits.base, bucket.bucket
-      counterCache[key] = counter
-      counterList[#counterList + 1] = counter
-    end
+    -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.
+    local counter = loadCounter(limits.base .. ':b:' .. bucket.bucket .. limit.keySuffix, limit.max, limit.windowMs, nowUs)
+    -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
+    counter.statsBase, counter.bucket = limits.base, bucket.bucket
+    counterList[#counterList + 1] = counter
     counters[#counters + 1] = counter
   end
   bucketCache[bucket.id] = counters

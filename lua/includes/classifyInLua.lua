@@ -33,6 +33,8 @@ local DEFER = {}
 
 -- encodeURIComponent of an ASCII string (nil for any other), as src/keys/keyEncoding.ts encodeSegment.
 local function encodeAsciiSegment(text)
+  -- Letters and digits only (most ids): nothing to encode, one cheap scan.
+  if not string.find(text, '[^A-Za-z0-9]') then return text end
   if string.find(text, '[\128-\255]') then return nil end
   return (string.gsub(text, "[^A-Za-z0-9%-_%.!~%*'%(%)]", function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -74,8 +76,9 @@ end
 local function classifyInLua(spec, gen, name, dataText)
   local data
   if spec.needsData then
-    -- JSON.parse refuses raw control characters, hex, Infinity and NaN, which cjson would take.
-    if not dataText or string.find(dataText, '[%z\1-\31]') then return nil end
+    -- JSON.parse refuses raw control characters, hex, Infinity and NaN, which cjson would take. (%c
+    -- also matches DEL, which JSON.parse takes: such data is left to the worker, which is only slower.)
+    if not dataText or string.find(dataText, '%c') then return nil end
     local lenient = cjson.decode_invalid_numbers()
     cjson.decode_invalid_numbers(false)
     local ok, decoded = pcall(cjson.decode, dataText)

@@ -26,13 +26,17 @@ local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
 
-local function newCounter(key, max, windowMs)
+-- Every field in one constructor, so that the table is sized once: one is built per bucket a delivery
+-- draws from.
+local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
   local slotMs = math.floor(windowMs / SLOTS_PER_WINDOW)
   if slotMs < 1 then slotMs = 1 end
   return {
     key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
     sweepSpan = SLOTS_PER_WINDOW,
-    n = 0, lo = nil, hi = nil, added = {}, dirty = false, swept = false,
+    n = n, lo = lo, hi = hi, added = {}, dirty = false, swept = false,
+    storedLo = lo, storedHi = hi, expiresAt = expiresAt, nowUs = nowUs,
+    roomAtUs = false, statsBase = false, bucket = false,
   }
 end
 
@@ -91,10 +95,8 @@ local function sweepCounter(counter, nowUs)
 end
 
 local function loadCounter(key, max, windowMs, nowUs)
-  local counter = newCounter(key, max, windowMs)
   local stored = rcall('HMGET', key, 'n', 'lo', 'hi', 'x')
-  counter.n, counter.lo, counter.hi = tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3])
-  counter.storedLo, counter.storedHi, counter.expiresAt, counter.nowUs = counter.lo, counter.hi, tonumber(stored[4]), nowUs
+  local counter = newCounter(key, max, windowMs, tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3]), tonumber(stored[4]), nowUs)
   local due = math.floor(nowUs / counter.slot)
   if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.sweepSpan) then sweepCounter(counter, nowUs) end
   return counter
@@ -213,9 +215,11 @@ local function saveCounter(counter)
     fields[#fields + 1] = 'lo'
     fields[#fields + 1] = intArg(counter.lo)
   end
+  local hiArg
   if counter.hi ~= counter.storedHi then
+    hiArg = intArg(counter.hi)
     fields[#fields + 1] = 'hi'
-    fields[#fields + 1] = intArg(counter.hi)
+    fields[#fields + 1] = hiArg
   end
   -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
@@ -227,7 +231,7 @@ local function saveCounter(counter)
   for k, added in pairs(counter.added) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
-    local field = intArg(k)
+    local field = (k == counter.hi and hiArg) or intArg(k)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
     local offsetMs = value % counter.scale
     if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
