@@ -209,24 +209,23 @@ local function saveCounter(counter)
     rcall('DEL', key)
     return
   end
-  -- Only what changed is written: lo and hi move once a slot at most.
-  local fields = { 'n', intArg(counter.n) }
+  -- Only what changed is written: lo and hi move once a slot at most. (Sized once: one save per bucket a
+  -- delivery draws from.)
+  local fields = { 'n', intArg(counter.n), false, false, false, false, false, false, false, false }
+  local count = 2
   if counter.lo ~= counter.storedLo then
-    fields[#fields + 1] = 'lo'
-    fields[#fields + 1] = intArg(counter.lo)
+    fields[count + 1], fields[count + 2], count = 'lo', intArg(counter.lo), count + 2
   end
   local hiArg
   if counter.hi ~= counter.storedHi then
     hiArg = intArg(counter.hi)
-    fields[#fields + 1] = 'hi'
-    fields[#fields + 1] = hiArg
+    fields[count + 1], fields[count + 2], count = 'hi', hiArg, count + 2
   end
   -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   if expire then
     counter.expiresAt = counter.hi + EXPIRY_SLACK
-    fields[#fields + 1] = 'x'
-    fields[#fields + 1] = intArg(counter.expiresAt)
+    fields[count + 1], fields[count + 2], count = 'x', intArg(counter.expiresAt), count + 2
   end
   for k, added in pairs(counter.added) do
     -- Past the highest stored slot there is nothing to merge with.
@@ -235,10 +234,11 @@ local function saveCounter(counter)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
     local offsetMs = value % counter.scale
     if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
-    fields[#fields + 1] = field
-    fields[#fields + 1] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
+    fields[count + 1] = field
+    fields[count + 2] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
+    count = count + 2
   end
-  rcall('HSET', key, unpack(fields))
+  rcall('HSET', key, unpack(fields, 1, count))
   if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.slot / 1000))) end
   if counter.statsBase and counter.hi ~= counter.storedHi then
     -- When its last counted token is released, gathered per throttle and written in one ZADD by
