@@ -41,6 +41,15 @@ const REFUSALS_PER_CALL = 32;
  * 2 with a minimum of 24 ~0.75-0.8, 2 or 3 with any batch worse than 1).
  */
 const MAX_BATCH = 64;
+/**
+ * When room returns within SHORT_WAIT_MS, a delivery call waits for it itself and tries again, up to
+ * MAX_SHORT_WAITS times, rather than hand the slots back to bullmq to block on the queue's marker: under a
+ * backlog, room returns slot by slot (every W/220), and a full wake through bullmq per slot falls behind
+ * (1,000 per 1 s sustained 98.4-99.0% of N/W that way, 99.3-99.6% this way). The wait is short because a
+ * job of another bucket added meanwhile waits for it too (the marker would have woken the worker at once).
+ */
+const SHORT_WAIT_MS = 5;
+const MAX_SHORT_WAITS = 10;
 const MAX_CALLS_IN_FLIGHT = 2;
 const MIN_OVERLAPPING_BATCH = 24;
 
@@ -50,6 +59,7 @@ interface DeliveryRequest {
 }
 
 interface TakeReply {
+  nowUs: number;
   nowMs: number;
   nextWakeMs: number;
   nextDelayedMs: number;
@@ -267,6 +277,7 @@ export class ThrottleGate {
 
   private async serve(batch: PendingRequest<DeliveryRequest, unknown[]>[]): Promise<void> {
     let pending = batch;
+    let shortWaits = 0;
     try {
       await this.ready;
       for (let round = 0; pending.length > 0; round++) {
@@ -287,6 +298,15 @@ export class ThrottleGate {
           }
         }
         if (reply.more && pending.length > 0 && round < 3) continue;
+        const roomInMs = this.roomInMs(reply);
+        if (pending.length > 0 && roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && shortWaits < MAX_SHORT_WAITS && !this.closed) {
+          shortWaits++;
+          // Room times are whole ms, rounded up: waking at the floor never comes before room does by more
+          // than the call takes, and a call made too early only waits again.
+          if (roomInMs >= 1) await sleep(Math.floor(roomInMs));
+          else await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
         const none = raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
         for (const request of pending) request.resolve(none);
         pending = [];
@@ -312,6 +332,7 @@ export class ThrottleGate {
     const jobs: TakeReply['jobs'] = [];
     for (let i = 0; i < count; i++) jobs.push({ id: String(raw[9 + 2 * i]), fields: raw[10 + 2 * i] as string[] });
     return {
+      nowUs: Number(raw[0]),
       nowMs: Math.floor(Number(raw[0]) / 1000),
       nextWakeMs: Number(raw[1]),
       nextDelayedMs: Number(raw[2]),
@@ -322,6 +343,12 @@ export class ThrottleGate {
       more: Number(raw[7]) === 1,
       jobs,
     };
+  }
+
+  /** How long until the next bucket has room or delayed job is due (Redis clock), if any. */
+  private roomInMs(reply: TakeReply): number | undefined {
+    const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
+    return times.length === 0 ? undefined : Math.min(...times) - reply.nowUs / 1000;
   }
 
   /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
