@@ -71,6 +71,28 @@ describe('ThrottledWorker delivery', () => {
     expect((await getThrottledCount(queue)).throttled).toBe(0);
   });
 
+  it("while a bucket waits for room, a job of another bucket still goes at once, and close() does not wait for the room", async () => {
+    const queue = bed.queue('parked');
+    const seen: Job[] = [];
+    const perCustomer = Throttle.named('per-customer').key([Key.data('customer')]).limit(1, 900);
+    const worker = bed.worker('parked', async (job) => { seen.push(job); }, { concurrency: 4, throttles: [perCustomer] });
+    await queue.addBulk([1, 2, 3].map((i) => ({ name: 'charge', data: { customer: 'a', i } })));
+    await waitFor(() => seen.length === 1, 10_000, "a's first job");
+    // a's room returns 900 ms after its first delivery: the worker's slots have nothing to take until then.
+    await new Promise((r) => setTimeout(r, 100));
+    await queue.add('charge', { customer: 'b' });
+    await waitFor(() => seen.length >= 3, 10_000, "b's job and a's second");
+    const b = seen.find((j) => j.data.customer === 'b')!;
+    const secondA = seen.filter((j) => j.data.customer === 'a')[1];
+    expect(b).toBeDefined();
+    expect(b.processedOn!).toBeLessThan(seen[0].processedOn! + 900);
+    expect(secondA.processedOn! - seen[0].processedOn!).toBeGreaterThanOrEqual(900);
+    // a's third job waits another 900 ms; closing does not.
+    const closing = worker.close();
+    await closing;
+    expect(seen.filter((j) => j.data.customer === 'a')).toHaveLength(2);
+  });
+
   it('holds jobs that cannot go without a lock, an attempt or an active event', async () => {
     const queue = bed.queue('held');
     const added = await queue.addBulk([1, 2, 3].map((i) => ({ name: 'n', data: { i } })));
