@@ -15,6 +15,8 @@ import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
+import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
+import { intakeRecords } from './intakeRecords';
 
 export interface GateOptions {
   queue: string;
@@ -31,8 +33,6 @@ export interface GateOptions {
 /** How many jobs one intake takes for classification, and how long their lease lasts. */
 const INTAKE_BATCH = 200;
 const INTAKE_LEASE_MS = 30_000;
-/** Refusals one delivery call may spend before handing the rest to the next call. */
-const REFUSALS_PER_CALL = 32;
 /**
  * Most slots one delivery call serves, and most delivery calls in flight at once. Requests that arrive while
  * a call runs make the next call's batch; a second call goes before the first returns only with at least
@@ -56,20 +56,6 @@ const MIN_OVERLAPPING_BATCH = 24;
 interface DeliveryRequest {
   token: string;
   name: string;
-}
-
-interface TakeReply {
-  nowUs: number;
-  nowMs: number;
-  nextWakeMs: number;
-  nextDelayedMs: number;
-  unclassified: number;
-  stale: number;
-  dropped: number;
-  gen: string;
-  /** The call ran out of budget with jobs still to look at. */
-  more: boolean;
-  jobs: { id: string; fields: string[] }[];
 }
 
 type Backend = RedisQueueBackend & { closing?: unknown };
@@ -298,7 +284,8 @@ export class ThrottleGate {
           }
         }
         if (reply.more && pending.length > 0 && round < 3) continue;
-        const roomInMs = this.roomInMs(reply);
+        const next = nextLookMs(reply);
+        const roomInMs = next === undefined ? undefined : next - reply.nowUs / 1000;
         if (pending.length > 0 && roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && shortWaits < MAX_SHORT_WAITS && !this.closed) {
           shortWaits++;
           // Room times are whole ms, rounded up: waking at the floor never comes before room does by more
@@ -318,44 +305,18 @@ export class ThrottleGate {
     }
   }
 
-  private async takeNext(tokens: string[], name: string): Promise<TakeReply> {
-    const keys = this.backend!.keys;
-    const q = this.queueKeys;
-    const raw = (await this.runner!.run('takeNextJobs', [
-      keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
-    ], [
-      keys[''], this.lockDuration, name, q.base, this.keys.throttlePrefix, REFUSALS_PER_CALL, this.options.leaseMs,
-      tokens.length, ...tokens,
-    ])) as unknown[];
-    const count = Number(raw[8]);
-    const jobs: TakeReply['jobs'] = [];
-    for (let i = 0; i < count; i++) jobs.push({ id: String(raw[9 + 2 * i]), fields: raw[10 + 2 * i] as string[] });
-    return {
-      nowUs: Number(raw[0]),
-      nowMs: Math.floor(Number(raw[0]) / 1000),
-      nextWakeMs: Number(raw[1]),
-      nextDelayedMs: Number(raw[2]),
-      unclassified: Number(raw[3]),
-      stale: Number(raw[4]),
-      dropped: Number(raw[5]),
-      gen: String(raw[6]),
-      more: Number(raw[7]) === 1,
-      jobs,
-    };
-  }
-
-  /** How long until the next bucket has room or delayed job is due (Redis clock), if any. */
-  private roomInMs(reply: TakeReply): number | undefined {
-    const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
-    return times.length === 0 ? undefined : Math.min(...times) - reply.nowUs / 1000;
+  private takeNext(tokens: string[], name: string): Promise<TakeReply> {
+    return takeNextJobs(this.runner!, {
+      bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
+      lockDuration: this.lockDuration, leaseMs: this.options.leaseMs, workerName: name, tokens,
+    });
   }
 
   /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
   private localDelayUntil(reply: TakeReply): number {
-    const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
-    if (times.length === 0) return 0;
-    const local = Math.max(Math.min(...times) - reply.nowMs + Date.now(), Date.now() + 1);
+    const next = nextLookMs(reply);
+    if (next === undefined) return 0;
+    const local = Math.max(next - reply.nowMs + Date.now(), Date.now() + 1);
     this.wakeTimer.wakeAt(local);
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
     return local;
@@ -480,19 +441,4 @@ export class ThrottleGate {
       await spare.quit().catch(() => spare.disconnect());
     }
   }
-}
-
-/** intakeJobs and reclaimStaleJobs reply { nowUs, n, id, name, data, opts, priority, attributes, ... }. */
-function intakeRecords(reply: unknown[]): IntakeRecord[] {
-  const records: IntakeRecord[] = [];
-  const count = Number(reply[1]);
-  const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
-  for (let i = 0; i < count; i++) {
-    const at = 2 + 6 * i;
-    records.push({
-      id: String(reply[at]), name: text(reply[at + 1]), data: text(reply[at + 2]), opts: text(reply[at + 3]),
-      priority: text(reply[at + 4]), storedAttributes: text(reply[at + 5]),
-    });
-  }
-  return records;
 }

@@ -1,0 +1,66 @@
+import { ScriptRunner } from '../lua/scripts';
+import { QueueThrottleKeys } from '../keys/ThrottleKeys';
+
+/** Refusals one delivery call may spend before handing the rest to the next call. */
+const REFUSALS_PER_CALL = 32;
+
+/** What the delivery script (lua/takeNextJobs-17.lua) answers. */
+export interface TakeReply {
+  nowUs: number;
+  nowMs: number;
+  nextWakeMs: number;
+  nextDelayedMs: number;
+  unclassified: number;
+  stale: number;
+  dropped: number;
+  gen: string;
+  /** The call ran out of budget with jobs still to look at. */
+  more: boolean;
+  jobs: { id: string; fields: string[] }[];
+}
+
+export interface TakeCall {
+  /** bullmq's keys of the queue (a backend's `keys`). */
+  bullmqKeys: Readonly<Record<string, string>>;
+  queueKeys: QueueThrottleKeys;
+  throttlePrefix: string;
+  lockDuration: number;
+  leaseMs: number;
+  workerName: string;
+  /** One lock token per slot asking: up to that many jobs are delivered. */
+  tokens: readonly string[];
+}
+
+/** One delivery call: the next jobs that fit, each locked with its slot's token, moved to active. */
+export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promise<TakeReply> {
+  const keys = call.bullmqKeys;
+  const q = call.queueKeys;
+  const raw = (await runner.run('takeNextJobs', [
+    keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
+    q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
+  ], [
+    keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
+    call.tokens.length, ...call.tokens,
+  ])) as unknown[];
+  const count = Number(raw[8]);
+  const jobs: TakeReply['jobs'] = [];
+  for (let i = 0; i < count; i++) jobs.push({ id: String(raw[9 + 2 * i]), fields: raw[10 + 2 * i] as string[] });
+  return {
+    nowUs: Number(raw[0]),
+    nowMs: Math.floor(Number(raw[0]) / 1000),
+    nextWakeMs: Number(raw[1]),
+    nextDelayedMs: Number(raw[2]),
+    unclassified: Number(raw[3]),
+    stale: Number(raw[4]),
+    dropped: Number(raw[5]),
+    gen: String(raw[6]),
+    more: Number(raw[7]) === 1,
+    jobs,
+  };
+}
+
+/** When the next bucket has room or delayed job is due (Redis clock, ms), if any. */
+export function nextLookMs(reply: TakeReply): number | undefined {
+  const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
+  return times.length === 0 ? undefined : Math.min(...times);
+}
