@@ -41,6 +41,8 @@ const INTAKE_LEASE_MS = 30_000;
  * 2 with a minimum of 24 ~0.75-0.8, 2 or 3 with any batch worse than 1).
  */
 const MAX_BATCH = 64;
+const MAX_CALLS_IN_FLIGHT = 2;
+const MIN_OVERLAPPING_BATCH = 24;
 /**
  * When room returns within SHORT_WAIT_MS, a delivery call waits for it itself and tries again, up to
  * MAX_SHORT_WAITS times, rather than hand the slots back to bullmq to block on the queue's marker: under a
@@ -56,8 +58,6 @@ const MAX_SHORT_WAITS = 10;
  * sustained ~98.0% of N/W waking on time, ~98.5-98.8% waking 2-3 ms early).
  */
 const EARLY_WAKE_MS = 2;
-const MAX_CALLS_IN_FLIGHT = 2;
-const MIN_OVERLAPPING_BATCH = 24;
 
 interface DeliveryRequest {
   token: string;
