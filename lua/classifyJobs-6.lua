@@ -8,7 +8,7 @@
     KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
     KEYS[6] class-state
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
-    ARGV[4] throttle key prefix (for the per-throttle statistics of includes/throttleStats)
+    ARGV[4] throttle key prefix (for the per-throttle statistics of includes/throttleStatsNotes)
     ARGV[5] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 
   Output:
@@ -18,9 +18,7 @@
 local rcall = redis.call
 
 --- @include "includes/schedulerKeys"
---- @include "includes/windowCounter"
---- @include "includes/bucketCounters"
---- @include "includes/throttleStats"
+--- @include "includes/throttleStatsNotes"
 --- @include "includes/jobOrder"
 --- @include "includes/intArg"
 

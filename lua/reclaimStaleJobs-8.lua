@@ -17,9 +17,7 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/schedulerKeys"
---- @include "includes/windowCounter"
---- @include "includes/bucketCounters"
---- @include "includes/throttleStats"
+--- @include "includes/throttleStatsNotes"
 
 local staleKey, classesKey, intakeKey, stateKey, readyKey, classStateKey, blockedSinceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobPrefix, queueBase, gen, most, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])

@@ -9,29 +9,11 @@
     :recent   HASH slot of W/60 of the longest window -> deliveries in it
   Needs includes/schedulerKeys and includes/bucketCounters (throttleLimits).
 ]]
---- @include "intArg"
+--- @include "throttleStatsNotes"
 local deliveredByThrottle = {}
-
-local function statsBase(throttlePrefix, encodedName)
-  return throttlePrefix .. '{' .. encodedName .. '}'
-end
 
 local function noteDelivered(bucket)
   deliveredByThrottle[bucket.name] = (deliveredByThrottle[bucket.name] or 0) + 1
-end
-
--- delta jobs start (+) or stop (-) being held by a full bucket.
-local function noteWaiting(throttlePrefix, bucket, delta)
-  if delta == 0 then return end
-  local base = statsBase(throttlePrefix, bucket.name)
-  local left = tonumber(rcall('ZINCRBY', base .. ':waiting', delta, bucket.bucket))
-  if left <= 0 then rcall('ZREM', base .. ':waiting', bucket.bucket) end
-  rcall('HINCRBY', base .. ':stats', 'waiting', delta)
-  if delta > 0 then rcall('HINCRBY', base .. ':stats', 'limited', delta) end
-end
-
-local function noteFull(throttlePrefix, bucket, roomAtMs)
-  rcall('ZADD', statsBase(throttlePrefix, bucket.name) .. ':full', intArg(roomAtMs), bucket.bucket)
 end
 
 local function saveThrottleStats(throttlePrefix, nowMs)
