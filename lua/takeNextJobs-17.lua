@@ -28,7 +28,10 @@
     ARGV[2]  lockDuration (ms)   ARGV[3] worker name ('' for none)
     ARGV[4]  queue base of our keys     ARGV[5] throttle key prefix
     ARGV[6]  most refusals and moves to spend     ARGV[7] leaseMs (h)
-    ARGV[8]  K, then K lock tokens: up to K jobs are delivered, the i-th locked with the i-th token
+    ARGV[8]  the config generation the calling worker holds: it classifies new jobs here only when that is
+             the queue's (a worker whose own declarations are not in the published config yet, or that
+             read the registry after another, leaves them to be classified once they agree)
+    ARGV[9]  K, then K lock tokens: up to K jobs are delivered, the i-th locked with the i-th token
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Class and bucket keys are composed from ARGV[4] and ARGV[5] (includes/schedulerKeys), as bullmq
@@ -66,7 +69,8 @@ local lockDuration = ARGV[2]
 local workerName = ARGV[3] ~= '' and ARGV[3] or nil
 local queueBase, throttlePrefix = ARGV[4], ARGV[5]
 local budget, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
-local wanted = tonumber(ARGV[8])
+local callerGen = ARGV[8]
+local wanted = tonumber(ARGV[9])
 
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
@@ -107,7 +111,7 @@ end
 
 local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
 local gen = stateFields[1] or ''
-local classSpec = parseClassSpec(stateFields[2])
+local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
 local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
 local delivered, dropped, deliveredCount, freshHeld = {}, 0, 0, 0
 local waitingOn = {}
@@ -154,7 +158,7 @@ local function deliver(jobId, counters, buckets, held, inActive)
   for i = 1, #counters do addToken(counters[i], now, leaseMs) end
   for i = 1, #buckets do noteDelivered(buckets[i]) end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
-  lockOpts.token = ARGV[8 + #delivered / 2 + 1]
+  lockOpts.token = ARGV[9 + #delivered / 2 + 1]
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
   delivered[#delivered + 1] = jobId
   delivered[#delivered + 1] = prepared[1]

@@ -27,6 +27,8 @@ export interface TakeCall {
   lockDuration: number;
   leaseMs: number;
   workerName: string;
+  /** The config generation the worker holds ('' before it has one). */
+  gen: string;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];
 }
@@ -40,7 +42,7 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
     q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
   ], [
     keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
-    call.tokens.length, ...call.tokens,
+    call.gen, call.tokens.length, ...call.tokens,
   ])) as unknown[];
   const count = Number(raw[8]);
   const jobs: TakeReply['jobs'] = [];

@@ -1,6 +1,9 @@
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { getThrottledCount, Key, Missing, mostInAnyWindow, Throttle } from '../../src';
+import { getThrottledCount, Key, Missing, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottleKeys } from '../../src';
+import { ScriptRunner } from '../../src/lua/scripts';
+import { declarationData } from '../../src/worker/declarationRegistry';
+import { queueConfigFrom } from '../../src/worker/queueConfig';
 import { newRedis } from '../support/redis';
 import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
 
@@ -91,6 +94,27 @@ describe('ThrottledWorker delivery', () => {
     const closing = worker.close();
     await closing;
     expect(seen.filter((j) => j.data.customer === 'a')).toHaveLength(2);
+  });
+
+  it('a config another worker published from an older view never lets a job skip a throttle this worker declares', async () => {
+    const queue = bed.queue('stale');
+    const seen: Job[] = [];
+    const worker = bed.worker('stale', async (job) => { seen.push(job); }, { concurrency: 4, autorun: false, throttles: [Throttle.named('mine').limit(1000, '1m')] });
+    await worker.waitUntilReady();
+    // What a worker that read the registry before this one registered would publish: only its own throttle.
+    const older = queueConfigFrom([{ workerId: 'other', queue: 'stale', declarations: [declarationData(Throttle.named('theirs').limit(1000, '1m'))], attributes: false }], 'stale');
+    const keys = new ThrottleKeys(bed.prefix);
+    await new ScriptRunner(redis).run('publishQueueConfig', [keys.queue('stale').state, `${bed.prefix}:stale:marker`, keys.effectiveLimits('theirs')],
+      [older.gen, '[]', older.luaSpec, 45_000, 1, 60_000, 1000]);
+    await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'job', data: { i } })));
+    void worker.run();
+    await waitFor(() => seen.length === 10, 15_000, 'every job delivered');
+    const admin = new ThrottleAdmin({ connection: redis, prefix: bed.prefix });
+    try {
+      expect((await admin.throttleBucket('mine', null)).limits[0].counted).toBe(10);
+    } finally {
+      await admin.close();
+    }
   });
 
   it('holds jobs that cannot go without a lock, an attempt or an active event', async () => {

@@ -27,3 +27,23 @@ describe('RequestBatcher', () => {
     expect(await Promise.all([...waiting, more, ...later])).toEqual([20, 30, 40, 50, 60, 70]);
   });
 });
+
+describe('RequestBatcher.whileWaiting', () => {
+  it('lets a new call go while a call in flight only waits', async () => {
+    const calls: number[][] = [];
+    let release!: () => void;
+    const waited = new Promise<void>((resolve) => { release = resolve; });
+    const batcher: RequestBatcher<number, number> = new RequestBatcher<number, number>(async (batch) => {
+      calls.push(batch.map((p) => p.request));
+      if (batch[0].request === 1) await batcher.whileWaiting(waited);
+      batch.forEach((p) => p.resolve(p.request));
+    }, 64, 1, 24);
+    const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    // One call in flight, and it only waits: a single request still goes at once.
+    expect(await batcher.submit(2)).toBe(2);
+    expect(calls).toEqual([[1], [2]]);
+    release();
+    expect(await first).toBe(1);
+  });
+});
