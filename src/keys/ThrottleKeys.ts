@@ -52,6 +52,11 @@ export class ThrottleKeys {
     return `${this.prefix}::registry:{declarations}:alive`;
   }
 
+  /** STRING: a counter that goes up with every change of the registry. */
+  get registryVersion(): string {
+    return `${this.prefix}::registry:{declarations}:version`;
+  }
+
   queueBase(queue: string): string {
     return `${this.prefix}::queue:{${encodeSegment(queue)}}`;
   }

@@ -214,22 +214,32 @@ export class ThrottleGate {
 
   /** Re-reads the live declarations, publishes what they add up to, and reclassifies on a change. */
   private async refreshConfig(starting: boolean): Promise<void> {
-    if (!this.registry || this.closed) return;
-    const { entries, lapsed } = await this.registry.refresh();
-    if (lapsed.length > 0) {
-      this.options.logger.warn({ queue: this.options.queue, workers: lapsed }, 'declarations of workers that stopped refreshing them lapsed');
-    }
-    let config: QueueConfig;
-    try {
-      config = queueConfigFrom(entries, this.options.queue);
-    } catch (error) {
-      if (starting) throw error;
-      // Somebody else's conflicting declaration: it fails its own start; keep enforcing what we had.
-      this.options.logger.error({ queue: this.options.queue, err: error }, 'conflicting throttle declarations seen');
+    for (let attempt = 0; ; attempt++) {
+      if (!this.registry || this.closed) return;
+      const { entries, lapsed, version } = await this.registry.refresh();
+      if (lapsed.length > 0) {
+        this.options.logger.warn({ queue: this.options.queue, workers: lapsed }, 'declarations of workers that stopped refreshing them lapsed');
+      }
+      let config: QueueConfig;
+      try {
+        config = queueConfigFrom(entries, this.options.queue);
+      } catch (error) {
+        if (starting) throw error;
+        // Somebody else's conflicting declaration: it fails its own start; keep enforcing what we had.
+        this.options.logger.error({ queue: this.options.queue, err: error }, 'conflicting throttle declarations seen');
+        return;
+      }
+      // Refused even after a fresh read: the registry's version went back (its keys were lost), so publish.
+      const published = await this.publish(config, version, attempt >= 2);
+      // Refused: the registry changed since this read (another worker registered); read it again.
+      if (published === 'stale') continue;
+      this.adopt(config, entries, published === 'changed', starting);
       return;
     }
+  }
+
+  private adopt(config: QueueConfig, entries: RegistryEntry[], changed: boolean, starting: boolean): void {
     this.liveEntries = entries;
-    const changed = await this.publish(config);
     const previous = this.config;
     this.config = config;
     if (changed || (previous && previous.gen !== config.gen)) {
@@ -241,20 +251,26 @@ export class ThrottleGate {
     if (!starting && previous && previous.gen !== config.gen) this.reclaimInBackground();
   }
 
-  /** Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation. */
-  private async publish(config: QueueConfig | undefined, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<boolean> {
+  /**
+   * Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation,
+   * unless the queue's config came from a newer registry version than `version`.
+   */
+  private async publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<'changed' | 'unchanged' | 'stale'> {
     const keys = [this.queueKeys.state, this.backend!.keys.marker, ...throttles.map((t) => this.keys.effectiveLimits(t.name))];
     const args: (string | number)[] = [
       config?.gen ?? '',
       config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
       config?.luaSpec ?? '',
       this.options.declarationTtlMs * 3,
+      version,
+      force ? '1' : '',
     ];
     for (const throttle of throttles) {
       args.push(throttle.limits.length);
       for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
     }
-    return Number(await this.runner!.run('publishQueueConfig', keys, args)) === 1;
+    const reply = Number(await this.runner!.run('publishQueueConfig', keys, args));
+    return reply === 1 ? 'changed' : reply === -1 ? 'stale' : 'unchanged';
   }
 
   /**
@@ -433,7 +449,7 @@ export class ThrottleGate {
     try {
       this.runner = new ScriptRunner(spare, this.options.scripts);
       const registry = new DeclarationRegistry(this.runner, this.keys, this.registry!.entry, this.options.declarationTtlMs);
-      const remaining = await registry.withdraw();
+      const { entries: remaining, version } = await registry.withdraw();
       const config = remaining.some((entry) => entry.queue === this.options.queue) ? queueConfigFrom(remaining, this.options.queue) : undefined;
       // Throttles this worker shared with other queues: their limits now come from the declarations left.
       const others = this.options.throttles
@@ -441,7 +457,7 @@ export class ThrottleGate {
         .filter((name) => !config?.throttles.some((t) => t.name === name))
         .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
         .map((name) => effectiveThrottle(remaining, name));
-      await this.publish(config, [...(config?.throttles ?? []), ...others]);
+      await this.publish(config, version, false, [...(config?.throttles ?? []), ...others]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
     } finally {

@@ -21,25 +21,26 @@ export class DeclarationRegistry {
   }
 
   /** Removes this worker's declarations and returns the live entries that remain. */
-  async withdraw(): Promise<RegistryEntry[]> {
-    return (await this.call('')).entries;
+  withdraw(): Promise<RegistrySnapshot> {
+    return this.call('');
   }
 
   private async call(json: string): Promise<RegistrySnapshot> {
-    const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive], [
+    const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive, this.keys.registryVersion], [
       this.entry.workerId, json, this.ttlMs,
     ])) as string[];
-    const lapsedCount = Number(reply[1]);
-    const lapsed = reply.slice(2, 2 + lapsedCount).map(String);
+    const version = Number(reply[1]);
+    const lapsedCount = Number(reply[2]);
+    const lapsed = reply.slice(3, 3 + lapsedCount).map(String);
     const entries: RegistryEntry[] = [];
-    for (let i = 2 + lapsedCount; i < reply.length; i += 2) {
+    for (let i = 3 + lapsedCount; i < reply.length; i += 2) {
       try {
         entries.push(JSON.parse(reply[i + 1]) as RegistryEntry);
       } catch {
         // An entry this version cannot read is not ours to interpret; it lapses with its worker.
       }
     }
-    return { entries, lapsed };
+    return { entries, lapsed, version };
   }
 }
 
@@ -47,6 +48,8 @@ export interface RegistrySnapshot {
   entries: RegistryEntry[];
   /** Workers whose declarations lapsed just now: they stopped refreshing them (crashed, or cut off). */
   lapsed: string[];
+  /** The registry's version: it goes up with every change, so a config worked out from it says how recent it is. */
+  version: number;
 }
 
 /** A declaration as it travels through the registry: plain data, no class. */

@@ -96,16 +96,17 @@ describe('ThrottledWorker delivery', () => {
     expect(seen.filter((j) => j.data.customer === 'a')).toHaveLength(2);
   });
 
-  it('a config another worker published from an older view never lets a job skip a throttle this worker declares', async () => {
+  it('a published config that leaves out a throttle this worker declares never lets a job skip it', async () => {
     const queue = bed.queue('stale');
     const seen: Job[] = [];
     const worker = bed.worker('stale', async (job) => { seen.push(job); }, { concurrency: 4, autorun: false, throttles: [Throttle.named('mine').limit(1000, '1m')] });
     await worker.waitUntilReady();
-    // What a worker that read the registry before this one registered would publish: only its own throttle.
+    // A config without this worker's throttle (what an older version, or one whose registry was lost, might
+    // publish; publishQueueConfig refuses one from an older registry view, so it is forced here).
     const older = queueConfigFrom([{ workerId: 'other', queue: 'stale', declarations: [declarationData(Throttle.named('theirs').limit(1000, '1m'))], attributes: false }], 'stale');
     const keys = new ThrottleKeys(bed.prefix);
     await new ScriptRunner(redis).run('publishQueueConfig', [keys.queue('stale').state, `${bed.prefix}:stale:marker`, keys.effectiveLimits('theirs')],
-      [older.gen, '[]', older.luaSpec, 45_000, 1, 60_000, 1000]);
+      [older.gen, '[]', older.luaSpec, 45_000, 0, '1', 1, 60_000, 1000]);
     await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'job', data: { i } })));
     void worker.run();
     await waitFor(() => seen.length === 10, 15_000, 'every job delivered');
@@ -115,6 +116,21 @@ describe('ThrottledWorker delivery', () => {
     } finally {
       await admin.close();
     }
+  });
+
+  it('a config worked out from an older registry view is refused', async () => {
+    const worker = bed.worker('views', null, { throttles: [Throttle.named('mine').limit(5, '1s')] });
+    await worker.waitUntilReady();
+    const keys = new ThrottleKeys(bed.prefix);
+    const state = keys.queue('views').state;
+    const [gen, regv] = await redis.hmget(state, 'gen', 'regv');
+    expect(Number(regv)).toBeGreaterThan(0);
+    const older = queueConfigFrom([], 'views');
+    const publish = (version: number) => new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`], ['other-gen', '[]', older.luaSpec, 45_000, version, '']);
+    expect(await publish(Number(regv) - 1)).toBe(-1);
+    expect(await redis.hget(state, 'gen')).toBe(gen);
+    expect(await publish(Number(regv))).toBe(1);
+    expect(await redis.hget(state, 'gen')).toBe('other-gen');
   });
 
   it('holds jobs that cannot go without a lock, an attempt or an active event', async () => {
