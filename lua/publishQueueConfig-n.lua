@@ -1,13 +1,14 @@
 --[[
   Publishes what the live declarations add up to: each throttle's effective limits (shared by every
   queue that uses the throttle) and a queue's throttle set with its config generation. Limits are
-  replaced whole, so a raised or lowered N applies from the next grant. A config worked out from an
-  older registry version than the one the queue's config came from is refused whole: a worker that read
-  the registry before another registered must not undo that worker's declarations.
+  replaced whole, so a raised or lowered N applies from the next grant. What was worked out from an
+  older registry version than what is stored is not written: a config older than the queue's is refused
+  whole, and limits older than a throttle's stay as they are (a worker that read the registry before
+  another registered must not undo that worker's declarations).
 
   Input:
     KEYS[1]     the queue's state (HASH)   KEYS[2] the queue's marker (a new generation wakes its workers)
-    KEYS[3..]   one limits key (HASH window ms -> N) per throttle
+    KEYS[3..]   one limits key (HASH window ms -> N, and v: the registry version) per throttle
     ARGV[1] generation ('' leaves the queue's config as it is)   ARGV[2] config JSON
     ARGV[3] the spec by which the delivery script classifies jobs itself ('' when it cannot; see
             includes/classifyInLua)   ARGV[4] limits time to live (ms)
@@ -30,9 +31,12 @@ end
 local at = 7
 for k = 3, #KEYS do
   local count = tonumber(ARGV[at])
-  rcall('DEL', KEYS[k])
-  for i = 1, count do rcall('HSET', KEYS[k], ARGV[at + 2 * i - 1], ARGV[at + 2 * i]) end
-  rcall('PEXPIRE', KEYS[k], tonumber(ARGV[4]))
+  if ARGV[6] == '1' or tonumber(rcall('HGET', KEYS[k], 'v') or 0) <= version then
+    rcall('DEL', KEYS[k])
+    for i = 1, count do rcall('HSET', KEYS[k], ARGV[at + 2 * i - 1], ARGV[at + 2 * i]) end
+    rcall('HSET', KEYS[k], 'v', version)
+    rcall('PEXPIRE', KEYS[k], tonumber(ARGV[4]))
+  end
   at = at + 1 + 2 * count
 end
 if ARGV[1] == '' then return 0 end

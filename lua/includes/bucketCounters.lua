@@ -14,8 +14,10 @@ local function throttleLimits(throttlePrefix, encodedName)
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
     cached = { base = throttlePrefix .. '{' .. encodedName .. '}' }
     for i = 1, #flat, 2 do
+      -- Fields are window ms -> N, and v (the registry version they came from).
+      local windowMs = tonumber(flat[i])
       -- counterKey(...) is base .. ':b:' .. bucket .. keySuffix, spelled once per throttle.
-      cached[#cached + 1] = { windowMs = tonumber(flat[i]), max = tonumber(flat[i + 1]), keySuffix = ':' .. flat[i] }
+      if windowMs then cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keySuffix = ':' .. flat[i] } end
     end
     limitsCache[encodedName] = cached
   end

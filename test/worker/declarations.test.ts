@@ -7,8 +7,10 @@ import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { capturingLogger, waitFor, WorkerTestBed } from '../support/bullmq';
 
+/** The published limits, window ms -> N (without `v`, the registry version they came from). */
 async function effectiveLimits(redis: Redis, prefix: string, name: string): Promise<Record<string, string>> {
-  return redis.hgetall(new ThrottleKeys(prefix).effectiveLimits(name));
+  const { v: _version, ...limits } = await redis.hgetall(new ThrottleKeys(prefix).effectiveLimits(name));
+  return limits;
 }
 
 describe('declarations across workers', () => {

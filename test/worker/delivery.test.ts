@@ -129,6 +129,10 @@ describe('ThrottledWorker delivery', () => {
     const publish = (version: number) => new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`], ['other-gen', '[]', older.luaSpec, 45_000, version, '']);
     expect(await publish(Number(regv) - 1)).toBe(-1);
     expect(await redis.hget(state, 'gen')).toBe(gen);
+    // Limits from an older view stay as they are too (they are shared with other queues).
+    const limits = keys.effectiveLimits('mine');
+    expect(await new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`, limits], ['', '', '', 45_000, Number(regv) - 1, '', 1, 1000, 50])).toBe(0);
+    expect(await redis.hget(limits, '1000')).toBe('5');
     expect(await publish(Number(regv))).toBe(1);
     expect(await redis.hget(state, 'gen')).toBe('other-gen');
   });
