@@ -211,11 +211,10 @@ local anyWaiting = rcall('HLEN', classStateKey) > 0
 
 local function waitingOnOf(member)
   local blockedOn = waitingOn[member]
-  if blockedOn == nil and not anyWaiting then return false end
-  if blockedOn == nil then
-    blockedOn = anyWaiting and rcall('HGET', classStateKey, member) or false
-    waitingOn[member] = blockedOn
-  end
+  if blockedOn ~= nil then return blockedOn end
+  if not anyWaiting then return false end
+  blockedOn = rcall('HGET', classStateKey, member) or false
+  waitingOn[member] = blockedOn
   return blockedOn
 end
 
@@ -254,7 +253,7 @@ local function freshHead(comesFirst)
     freshEnded, deferred = true, true
     return nil
   end
-  fresh = { id = jobId, member = member, buckets = buckets, fields = fields, from = from }
+  fresh = { id = jobId, member = member, buckets = buckets, from = from }
   return fresh
 end
 

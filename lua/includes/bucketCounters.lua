@@ -12,12 +12,11 @@ local function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
-    cached = { base = throttlePrefix .. '{' .. encodedName .. '}' }
+    cached = { base = throttleBase(throttlePrefix, encodedName) }
     for i = 1, #flat, 2 do
       -- Fields are window ms -> N, and v (the registry version they came from).
       local windowMs = tonumber(flat[i])
-      -- counterKey(...) is base .. ':b:' .. bucket .. keySuffix, spelled once per throttle.
-      if windowMs then cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keySuffix = ':' .. flat[i] } end
+      if windowMs then cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), windowText = flat[i] } end
     end
     limitsCache[encodedName] = cached
   end
@@ -35,7 +34,7 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
   counters = {}
   for _, limit in ipairs(limits) do
     -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.
-    local counter = loadCounter(limits.base .. ':b:' .. bucket.bucket .. limit.keySuffix, limit.max, limit.windowMs, nowUs)
+    local counter = loadCounter(counterKey(limits.base, bucket.bucket, limit.windowText), limit.max, limit.windowMs, nowUs)
     -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
     counter.statsBase, counter.bucket = limits.base, bucket.bucket
     counterList[#counterList + 1] = counter

@@ -13,12 +13,18 @@ local function waitersKey(queueBase, bucketId)
   return queueBase .. ':w:' .. bucketId
 end
 
-local function limitsKey(throttlePrefix, encodedName)
-  return throttlePrefix .. '{' .. encodedName .. '}:limits'
+-- Every key of one throttle starts with this (its counters, limits and statistics).
+local function throttleBase(throttlePrefix, encodedName)
+  return throttlePrefix .. '{' .. encodedName .. '}'
 end
 
-local function counterKey(throttlePrefix, encodedName, bucket, windowMs)
-  return throttlePrefix .. '{' .. encodedName .. '}:b:' .. bucket .. ':' .. windowMs
+local function limitsKey(throttlePrefix, encodedName)
+  return throttleBase(throttlePrefix, encodedName) .. ':limits'
+end
+
+-- windowMs as the limits key spells it (a string, so that no number is formatted per delivery).
+local function counterKey(base, bucket, windowMs)
+  return base .. ':b:' .. bucket .. ':' .. windowMs
 end
 
 -- "<gen>/<a>=<x>|<b>=<y>" -> gen, { { id = "a=x", name = "a", bucket = "x" }, ... }

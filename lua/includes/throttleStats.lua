@@ -19,7 +19,7 @@ end
 local function saveThrottleStats(throttlePrefix, nowMs)
   flushActiveIndexes()
   for encodedName, count in pairs(deliveredByThrottle) do
-    local base = statsBase(throttlePrefix, encodedName)
+    local base = throttleBase(throttlePrefix, encodedName)
     rcall('HINCRBY', base .. ':stats', 'delivered', count)
     local limits = throttleLimits(throttlePrefix, encodedName)
     if limits then

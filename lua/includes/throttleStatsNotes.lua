@@ -3,14 +3,12 @@
   scripts that move held jobs without delivering any (classifyJobs, reclaimStaleJobs) need only these.
 ]]
 --- @include "intArg"
-local function statsBase(throttlePrefix, encodedName)
-  return throttlePrefix .. '{' .. encodedName .. '}'
-end
+--- @include "schedulerKeys"
 
 -- delta jobs start (+) or stop (-) being held by a full bucket.
 local function noteWaiting(throttlePrefix, bucket, delta)
   if delta == 0 then return end
-  local base = statsBase(throttlePrefix, bucket.name)
+  local base = throttleBase(throttlePrefix, bucket.name)
   local left = tonumber(rcall('ZINCRBY', base .. ':waiting', delta, bucket.bucket))
   if left <= 0 then rcall('ZREM', base .. ':waiting', bucket.bucket) end
   rcall('HINCRBY', base .. ':stats', 'waiting', delta)
@@ -18,5 +16,5 @@ local function noteWaiting(throttlePrefix, bucket, delta)
 end
 
 local function noteFull(throttlePrefix, bucket, roomAtMs)
-  rcall('ZADD', statsBase(throttlePrefix, bucket.name) .. ':full', intArg(roomAtMs), bucket.bucket)
+  rcall('ZADD', throttleBase(throttlePrefix, bucket.name) .. ':full', intArg(roomAtMs), bucket.bucket)
 end

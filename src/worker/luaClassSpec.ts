@@ -25,10 +25,13 @@ export function luaClassSpec(throttles: readonly EffectiveThrottle[], entries: r
   if (!usable) return '';
   // Bucket ids "<name>=<bucket>" sort as "<name>=" do: encoded names hold no '='.
   const ordered = throttles
-    .map((throttle) => ({ throttle, sortKey: `${encodeSegment(throttle.name)}=` }))
+    .map((throttle) => {
+      const encoded = encodeSegment(throttle.name);
+      return { throttle, encoded, sortKey: `${encoded}=` };
+    })
     .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
-  return JSON.stringify(ordered.map(({ throttle }) => ({
-    n: encodeSegment(throttle.name),
+  return JSON.stringify(ordered.map(({ throttle, encoded }) => ({
+    n: encoded,
     ...(throttle.keyParts ? { k: throttle.keyParts.map((part) => (part.kind === 'data' ? ['data', ...part.path.split('.')] : ['name'])) } : {}),
     ...(throttle.missing === Missing.Unthrottled ? { u: true } : {}),
   })));
