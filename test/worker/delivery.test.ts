@@ -306,19 +306,6 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(counter).toBe('2');
     await second.close();
   });
-});
-
-describe('counts stay right when held jobs are removed and then reclassified', () => {
-  let redis: Redis;
-  let bed: WorkerTestBed;
-  beforeEach(() => {
-    redis = newRedis();
-    bed = new WorkerTestBed('removed-stale');
-  });
-  afterEach(async () => {
-    await bed.close(redis);
-    await redis.quit();
-  });
 
   it('a removed held job is counted out once, even when its class is reclassified', async () => {
     const queue = bed.queue('rs');
