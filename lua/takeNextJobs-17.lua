@@ -17,7 +17,7 @@
   (intakeJobs, classifyJobs).
 
   Input:
-    KEYS[1]  wait          KEYS[6]  meta          KEYS[11] wakeups        (ZSET bucket id -> ms)
+    KEYS[1]  wait          KEYS[6]  meta          KEYS[11] wakeups        (ZSET bucket id -> us)
     KEYS[2]  active        KEYS[7]  pc            KEYS[12] state          (HASH gen, held, ...)
     KEYS[3]  prioritized   KEYS[8]  marker        KEYS[13] classes        (SET)
     KEYS[4]  events        KEYS[9]  ready-jobs    KEYS[14] stale          (SET)
@@ -38,8 +38,8 @@
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
 
   Output:
-    { nowUs, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, id_1, job_1, ..., id_n, job_n }
-    nextWakeMs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
+    { nowUs, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, id_1, job_1, ..., id_n, job_n }
+    nextWakeUs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
     both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized that the
     worker must classify (0 while this script classifies them); more: 1 when the budget ran out with
     jobs still to look at (call again); stale: classes of an older config generation; dropped: held ids whose job had been
@@ -81,7 +81,8 @@ promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey, eventsKey, jo
 
 -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
 local WAKE_BATCH_MAX = 64
-local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowMsArg, 'LIMIT', 0, 8)
+local nowArg = intArg(now)
+local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
 for _, bucketId in ipairs(due) do
   local counters = bucketCounters(throttlePrefix, parseBucketId(bucketId), now)
   local room = WAKE_BATCH_MAX
@@ -103,9 +104,9 @@ for _, bucketId in ipairs(due) do
     rcall('ZREM', wakeupsKey, bucketId)
   elseif room > 0 or counters == nil then
     -- More waiters than room: look again on the next call (a refusal reschedules it exactly).
-    rcall('ZADD', wakeupsKey, nowMsArg, bucketId)
+    rcall('ZADD', wakeupsKey, nowArg, bucketId)
   else
-    rcall('ZADD', wakeupsKey, intArg(math.ceil(bucketRoomAtUs(counters) / 1000)), bucketId)
+    rcall('ZADD', wakeupsKey, intArg(bucketRoomAtUs(counters)), bucketId)
   end
 end
 
@@ -167,7 +168,8 @@ end
 local function wait(member, order, bucket, atUs)
   rcall('HSET', classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
-  rcall('ZADD', wakeupsKey, intArg(math.ceil(atUs / 1000)), bucket.id)
+  -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us.
+  rcall('ZADD', wakeupsKey, intArg(atUs), bucket.id)
   rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteFull(throttlePrefix, bucket, math.ceil(atUs / 1000))
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
@@ -391,19 +393,19 @@ if sequences then
   if sequences.lifoUsed > 0 then rcall('HINCRBY', stateKey, 'lifo', sequences.lifoUsed) end
 end
 
-local nextWakeMs, nextDelayedMs, stale, more = 0, 0, 0, 0
+local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if #delivered < 2 * wanted then
   -- Some asked in vain: say when to look again.
-  nextWakeMs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
+  nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
   if not isPausedOrMaxed and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
       or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
-    nextWakeMs, more = nowMs, 1
+    nextWakeUs, more = now, 1
   end
   nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
   stale = rcall('SCARD', staleKey)
 end
 local unclassified = 0
 if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
-local reply = { now, nextWakeMs, nextDelayedMs, unclassified, stale, dropped, gen, more, #delivered / 2 }
+local reply = { now, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, #delivered / 2 }
 for _, value in ipairs(delivered) do reply[#reply + 1] = value end
 return reply

@@ -5,8 +5,12 @@
     hi  highest slot index holding tokens (the key expires once that slot is released)
     x   the slot whose end the key's expiry is set to: EXPIRY_SLACK slots past hi when hi passes it, so
         that a bucket taking a token every few slots moves its expiry once in a while, not every time
-    <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot], stored as
-        count * scale + o, where (k - 1) * slot + o ms is the latest release time among them
+    <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot] us, stored as
+        count * scale + o, where (k - 1) * slot + o * step us is the latest release time among them
+  A slot is about W / SLOTS_PER_WINDOW long, in whole steps of about a thousandth of a slot (1 us for any W
+  up to 220 ms, 5 us for 1 s), so a token is released within a step of its own release time at worst,
+  however short W: a token is counted until g + W, not until the ms after it (which, at 100 per 100 ms,
+  alone would cost 1% of the rate).
 
   Released slots are swept lazily: a stored n may still include released tokens, which only ever makes
   it look fuller, so a counter with n < N has room without looking further; one that looks full is swept
@@ -28,11 +32,19 @@ local WALK_LIMIT = 4
 
 -- Every field in one constructor, so that the table is sized once: one is built per bucket a delivery
 -- draws from.
+-- A slot's length in us (a whole number of steps), and its step.
+local STEPS_PER_SLOT = 1000
+local function slotGeometry(windowMs)
+  local raw = math.floor(windowMs * 1000 / SLOTS_PER_WINDOW)
+  if raw < 1 then raw = 1 end
+  local step = math.ceil(raw / STEPS_PER_SLOT)
+  return math.floor(raw / step) * step, step
+end
+
 local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
-  local slotMs = math.floor(windowMs / SLOTS_PER_WINDOW)
-  if slotMs < 1 then slotMs = 1 end
+  local slot, step = slotGeometry(windowMs)
   return {
-    key = key, max = max, windowMs = windowMs, slot = slotMs * 1000, scale = slotMs + 1,
+    key = key, max = max, windowMs = windowMs, slot = slot, step = step, scale = slot / step + 1,
     sweepSpan = SLOTS_PER_WINDOW,
     n = n, lo = lo, hi = hi, added = {}, dirty = false, swept = false,
     storedLo = lo, storedHi = hi, expiresAt = expiresAt, nowUs = nowUs,
@@ -40,15 +52,15 @@ local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
   }
 end
 
--- The slot of a token granted at grantUs, and its release time as an offset (ms, rounded up) into that slot.
+-- The slot of a token granted at grantUs, and its release time as an offset (steps, rounded up) into that slot.
 local function slotOf(counter, grantUs, leaseMs)
   local releaseUs = grantUs + (counter.windowMs + leaseMs) * 1000
   local k = math.ceil(releaseUs / counter.slot)
-  return k, math.ceil((releaseUs - (k - 1) * counter.slot) / 1000)
+  return k, math.ceil((releaseUs - (k - 1) * counter.slot) / counter.step)
 end
 
 local function releaseUsOf(counter, k, value)
-  return (k - 1) * counter.slot + (value % counter.scale) * 1000
+  return (k - 1) * counter.slot + (value % counter.scale) * counter.step
 end
 
 -- Drops every slot released by now, keeping n in step.
@@ -110,13 +122,13 @@ local function hasRoom(counter)
 end
 
 local function addToken(counter, grantUs, leaseMs)
-  local k, offsetMs = slotOf(counter, grantUs, leaseMs)
+  local k, offset = slotOf(counter, grantUs, leaseMs)
   local added = counter.added[k]
   if added == nil then
-    counter.added[k] = { count = 1, offsetMs = offsetMs }
+    counter.added[k] = { count = 1, offset = offset }
   else
     added.count = added.count + 1
-    if offsetMs > added.offsetMs then added.offsetMs = offsetMs end
+    if offset > added.offset then added.offset = offset end
   end
   counter.n = counter.n + 1
   if counter.lo == nil or k < counter.lo then counter.lo = k end
@@ -136,7 +148,7 @@ local function slotsInOrder(counter)
     end
   end
   for k, added in pairs(counter.added) do
-    local releaseUs = (k - 1) * counter.slot + added.offsetMs * 1000
+    local releaseUs = (k - 1) * counter.slot + added.offset * counter.step
     local slot = slots[k]
     if slot == nil then
       slots[k] = { count = added.count, releaseUs = releaseUs }
@@ -232,10 +244,10 @@ local function saveCounter(counter)
     local value = 0
     local field = (k == counter.hi and hiArg) or intArg(k)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
-    local offsetMs = value % counter.scale
-    if added.offsetMs > offsetMs then offsetMs = added.offsetMs end
+    local offset = value % counter.scale
+    if added.offset > offset then offset = added.offset end
     fields[count + 1] = field
-    fields[count + 2] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offsetMs)
+    fields[count + 2] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offset)
     count = count + 2
   end
   rcall('HSET', key, unpack(fields, 1, count))

@@ -15,6 +15,7 @@ import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
+import { ParkedRequests } from './parkedRequests';
 import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
 import { intakeRecords } from './intakeRecords';
 
@@ -26,6 +27,10 @@ export interface GateOptions {
   logger: Logger;
   declarationTtlMs: number;
   leaseMs: number;
+  /** The worker's concurrency as it is now. */
+  concurrency: () => number;
+  /** False while requests must not wait for room (the worker is paused). */
+  mayWait: () => boolean;
   /** Internal: tests swap in scripts built with a steerable clock. */
   scripts?: Map<string, LuaScript>;
 }
@@ -44,15 +49,19 @@ const MAX_BATCH = 64;
 const MAX_CALLS_IN_FLIGHT = 2;
 const MIN_OVERLAPPING_BATCH = 24;
 /**
- * When room returns within SHORT_WAIT_MS, a delivery call waits for it itself and tries again, up to
- * MAX_SHORT_WAITS times, rather than hand the slots back to bullmq to block on the queue's marker: under a
- * backlog, room returns slot by slot (every W/220), and a full wake through bullmq per slot falls behind
- * (1,000 per 1 s sustained 98.4-99.0% of N/W that way, 99.3-99.6% this way). A waiting call lets other
- * calls go meanwhile; the wait is short because the slot it holds could have taken a job of another bucket
- * added meanwhile (bullmq's main loop awaits its fetches one at a time).
+ * A slot's request that finds no room waits in this process for room to return, rather than go back to
+ * bullmq to block on the queue's marker: bullmq's main loop asks again one slot at a time, and room left
+ * unused until it does is lost for good (at 100 per 100 ms, one worker of concurrency 50 sustained ~98.5%
+ * of N/W without waiting this way, ~99.5% with). A request from bullmq's main loop waits only while room
+ * returns within SHORT_WAIT_MS, MAX_SHORT_WAITS times at most: the main loop awaits it, so it could hold
+ * back a job of another bucket. A slot's next fetch after a completion or failure waits while room returns
+ * within PARK_MS, for as long as at least one slot is left to the main loop (which then blocks on the
+ * marker and takes new jobs of any bucket; each job it takes sends the waiting requests back to look too).
+ * The worker's `completed` and `failed` events fire before that wait (ThrottledWorker.handleCompleted).
  */
 const SHORT_WAIT_MS = 5;
 const MAX_SHORT_WAITS = 10;
+const PARK_MS = 1_000;
 /**
  * A blocked worker is woken this much before room returns: the wake (timer, marker, bullmq's blocking read,
  * its fetch) takes a ms or two, and a call that comes early waits the rest out as above (100 per 100 ms
@@ -63,6 +72,10 @@ const EARLY_WAKE_MS = 2;
 interface DeliveryRequest {
   token: string;
   name: string;
+  /** 'fetch': bullmq's main loop asks (and awaits it); 'next': a slot's next job after a completion or failure. */
+  kind: 'fetch' | 'next';
+  /** Times it waited for room. */
+  waits: number;
 }
 
 type Backend = RedisQueueBackend & { closing?: unknown };
@@ -120,17 +133,24 @@ export class ThrottleGate {
     const moveToFailed = b.moveToFailed.bind(b);
     const moveToDelayed = b.moveToDelayed.bind(b);
     const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
-    b.moveToActive = (token: string, name?: string) => this.moveToActive(token, name ?? this.workerName);
+    b.moveToActive = (token: string, name?: string) => this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName, 'fetch');
     // The next fetch goes out right behind the completion on the same connection (one round trip, not
     // two). Should the completion fail, the fetched job stays locked in active until bullmq's stalled
-    // check hands it back, as any job of a crashed worker.
+    // check hands it back, as any job of a crashed worker. When ThrottledWorker expects it, the completion
+    // is reported without waiting for the next job, which it then takes with takeHandover.
     const finishThenFetch = async <T extends { result?: unknown }>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> => {
+      const handOver = this.handoversExpected.delete(token);
       if (!fetchesNext(fetchNext)) return finishing;
-      const next = this.moveToActive(token, this.workerName);
+      const next = this.moveToActive(token, this.workerName, 'next');
       const done = await finishing.catch(async (error: unknown) => {
-        await next.catch(() => undefined);
+        if (handOver) next.catch(() => undefined);
+        else await next.catch(() => undefined);
         throw error;
       });
+      if (handOver) {
+        this.handovers.set(token, next);
+        return done;
+      }
       done.result = await next;
       return done;
     };
@@ -140,7 +160,7 @@ export class ThrottleGate {
       finishThenFetch(moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate), token, fetchNext)) as typeof b.moveToFailed;
     b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {
       const result = await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false });
-      return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName) : result;
+      return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName, 'fetch') : result;
     }) as typeof b.moveToDelayed;
     return b;
   }
@@ -278,26 +298,54 @@ export class ThrottleGate {
    * flight are served together by the next call, each with its own lock token, so a busy worker pays the
    * script's fixed cost once per batch and no job is ever fetched ahead of a slot that asked for it.
    */
-  moveToActive(token: string, name: string): Promise<unknown[]> {
-    return this.batcher.submit({ token, name });
+  moveToActive(token: string, name: string, kind: DeliveryRequest['kind']): Promise<unknown[]> {
+    return this.batcher.submit({ token, name, kind, waits: 0 });
   }
 
   private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), MAX_BATCH, MAX_CALLS_IN_FLIGHT, MIN_OVERLAPPING_BATCH);
+  private readonly parked = new ParkedRequests<DeliveryRequest, unknown[]>((requests) => this.batcher.resubmit(requests));
+
+  /** Next fetches begun by completions and failures, by lock token, for ThrottledWorker to take (takeHandover). */
+  private readonly handovers = new Map<string, Promise<unknown[]>>();
+  private readonly handoversExpected = new Set<string>();
+
+  /** The completion or failure about to be reported for `token` returns at once; its next job is handed over after. */
+  expectHandover(token: string): void {
+    this.handoversExpected.add(token);
+  }
+
+  hasHandover(token: string): boolean {
+    this.handoversExpected.delete(token);
+    return this.handovers.has(token);
+  }
+
+  private takeHandover(token: string): Promise<unknown[]> | undefined {
+    const next = this.handovers.get(token);
+    this.handovers.delete(token);
+    return next;
+  }
+
+  /** Hands every waiting request back to bullmq with no job (the worker pauses). */
+  releaseWaiting(): void {
+    this.parked.release(raw2NextJobData([0, 0, 0, 0]));
+  }
 
   private async serve(batch: PendingRequest<DeliveryRequest, unknown[]>[]): Promise<void> {
     let pending = batch;
-    let shortWaits = 0;
+    let reply: TakeReply | undefined;
     try {
       await this.ready;
-      for (let round = 0; pending.length > 0; round++) {
-        if (this.closed) break;
-        const reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
+      for (let round = 0; pending.length > 0 && !this.closed; round++) {
+        reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
         if (reply.stale > 0) this.reclaimInBackground();
         if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
         // Another worker published a new generation (a throttle came or went): catch up and reclassify.
         if (this.config && reply.gen !== this.config.gen) this.refreshInBackground();
-        reply.jobs.forEach((job, i) => pending[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
+        const served = pending.slice(0, reply.jobs.length);
+        reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
         pending = pending.slice(reply.jobs.length);
+        // bullmq's main loop found a job: it woke for a new one, or room came back; waiting slots look too.
+        if (this.parked.size > 0 && served.some((p) => p.request.kind === 'fetch')) this.parked.wake();
         if (reply.unclassified > 0 && !this.closed) {
           if (pending.length === 0) {
             // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
@@ -307,24 +355,34 @@ export class ThrottleGate {
           }
         }
         if (reply.more && pending.length > 0 && round < 3) continue;
-        const next = nextLookMs(reply);
-        const roomInMs = next === undefined ? undefined : next - reply.nowUs / 1000;
-        if (pending.length > 0 && roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && shortWaits < MAX_SHORT_WAITS && !this.closed) {
-          shortWaits++;
-          // Room times are whole ms, rounded up: waking at the floor never comes before room does by more
-          // than the call takes, and a call made too early only waits again.
-          // A call waiting here does not keep requests for other buckets waiting too.
-          await this.batcher.whileWaiting(roomInMs >= 1 ? sleep(Math.floor(roomInMs)) : new Promise((resolve) => setImmediate(resolve)));
-          continue;
-        }
-        const none = raw2NextJobData([0, 0, 0, this.localDelayUntil(reply)]);
-        for (const request of pending) request.resolve(none);
-        pending = [];
+        break;
       }
-      const none = raw2NextJobData([0, 0, 0, 0]);
-      for (const request of pending) request.resolve(none);
+      this.waitOrHandBack(pending, reply);
     } catch (error) {
       for (const request of pending) request.reject(error as Error);
+    }
+  }
+
+  /** Requests a call could not serve: each waits for room (see PARK_MS) or goes back to bullmq with no job. */
+  private waitOrHandBack(pending: PendingRequest<DeliveryRequest, unknown[]>[], reply: TakeReply | undefined): void {
+    if (pending.length === 0) return;
+    const next = reply && nextLookMs(reply);
+    const roomInMs = next === undefined || reply === undefined ? undefined : next - reply.nowUs / 1000;
+    let parkedNext = this.parked.count((request) => request.kind === 'next');
+    const mayParkNext = Math.max(0, this.options.concurrency() - 1);
+    let none: unknown[] | undefined;
+    for (const p of pending) {
+      const request = p.request;
+      const short = roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && request.waits < MAX_SHORT_WAITS;
+      const long = request.kind === 'next' && roomInMs !== undefined && roomInMs <= PARK_MS && parkedNext < mayParkNext;
+      if (!this.closed && (short || long) && this.options.mayWait()) {
+        if (request.kind === 'next') parkedNext++;
+        request.waits++;
+        this.parked.park(p, roomInMs!);
+      } else {
+        none ??= raw2NextJobData([0, 0, 0, reply && !this.closed ? this.localDelayUntil(reply) : 0]);
+        p.resolve(none);
+      }
     }
   }
 
@@ -339,7 +397,7 @@ export class ThrottleGate {
   private localDelayUntil(reply: TakeReply): number {
     const next = nextLookMs(reply);
     if (next === undefined) return 0;
-    const local = Math.max(next - reply.nowMs + Date.now(), Date.now() + 1);
+    const local = Math.max(Math.ceil(next - reply.nowUs / 1000 + Date.now()), Date.now() + 1);
     this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
     return local;
@@ -432,6 +490,7 @@ export class ThrottleGate {
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.wakeTimer.stop();
+    this.releaseWaiting();
     await this.classifying?.catch(() => undefined);
     await this.reclaiming;
     await this.refreshing;

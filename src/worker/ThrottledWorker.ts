@@ -1,4 +1,4 @@
-import { createRedisBackend, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
+import { createRedisBackend, Job, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
@@ -50,6 +50,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
     assertSupportedBullmq();
     const throttles = checkedThrottles(name, opts?.throttles);
+    let worker: ThrottledWorker<DataType, ResultType, NameType> | undefined;
     const gate = new ThrottleGate({
       queue: name,
       prefix: opts.prefix ?? 'bull',
@@ -58,12 +59,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       logger: opts.logger ?? pino({ level: 'silent' }),
       declarationTtlMs: opts.declarationTtlMs ?? 15_000,
       leaseMs: opts.leaseMs ?? 0,
+      concurrency: () => worker?.concurrency ?? opts.concurrency ?? 1,
+      mayWait: () => !worker?.isPaused(),
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, ...workerOptions } = opts;
     super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, ((queueName, backendOptions, flags) =>
       gate.attach(createRedisBackend(queueName, backendOptions, flags), backendOptions as WorkerOptions)) as typeof createRedisBackend);
     this.gate = gate;
+    worker = this;
     // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
     gate.start().catch(() => undefined);
     if (opts.autorun !== false && processor) {
@@ -80,6 +84,35 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   override async run(): Promise<void> {
     await this.gate.ready;
     return super.run();
+  }
+
+  /**
+   * As Worker's, except that the `completed` event fires as soon as the job is completed: the slot's next
+   * job, fetched at the same time, may wait in this process for room to return, and is taken after.
+   */
+  protected override async handleCompleted(result: ResultType, job: Job<DataType, ResultType, NameType>, token: string, fetchNextCallback?: () => boolean, span?: Parameters<Worker['handleCompleted']>[4]): Promise<Job<DataType, ResultType, NameType>> {
+    this.gate.expectHandover(token);
+    const next = await super.handleCompleted(result, job, token, fetchNextCallback, span);
+    return next ?? this.nextHandedOver(token);
+  }
+
+  /** As handleCompleted, for the `failed` event. */
+  protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, fetchNextCallback?: () => boolean, span?: Parameters<Worker['handleFailed']>[4]): Promise<Job<DataType, ResultType, NameType>> {
+    this.gate.expectHandover(token);
+    const next = await super.handleFailed(err, job, token, fetchNextCallback, span);
+    return next ?? this.nextHandedOver(token);
+  }
+
+  private nextHandedOver(token: string): Promise<Job<DataType, ResultType, NameType>> {
+    // Worker.moveToActive asks the backend, which hands over the fetch begun with the completion.
+    return this.gate.hasHandover(token) ? this.moveToActive(token, this.opts.name) : Promise.resolve(undefined as unknown as Job<DataType, ResultType, NameType>);
+  }
+
+  /** As Worker's; slots waiting for room give up their wait first, so that pausing does not wait for room. */
+  override async pause(doNotWaitActive?: boolean): Promise<void> {
+    const pausing = super.pause(doNotWaitActive);
+    this.gate.releaseWaiting();
+    return pausing;
   }
 
   /** Stops taking jobs, closes as Worker does, then withdraws this worker's declarations (so a limit it alone held lifts at once). */

@@ -11,8 +11,6 @@ export interface PendingRequest<Q, R> {
 export class RequestBatcher<Q, R> {
   private readonly pending: PendingRequest<Q, R>[] = [];
   private inFlight = 0;
-  /** Calls in flight that are only waiting (for room, say): they leave their place to new calls meanwhile. */
-  private waiting = 0;
 
   constructor(
     private readonly serve: (batch: PendingRequest<Q, R>[]) => Promise<void>,
@@ -29,21 +27,16 @@ export class RequestBatcher<Q, R> {
     });
   }
 
-  /** Runs `wait` as part of a call without holding back new calls while it lasts. */
-  async whileWaiting<T>(wait: Promise<T>): Promise<T> {
-    this.waiting++;
+  /** Serves requests again that a call gave back (they waited for room): ahead of newer ones. */
+  resubmit(requests: readonly PendingRequest<Q, R>[]): void {
+    if (requests.length === 0) return;
+    this.pending.unshift(...requests);
     this.pump();
-    try {
-      return await wait;
-    } finally {
-      this.waiting--;
-    }
   }
 
   private pump(): void {
     for (;;) {
-      const busy = this.inFlight - this.waiting;
-      if (busy >= this.maxInFlight || this.pending.length < (busy === 0 ? 1 : this.minOverlappingBatch)) return;
+      if (this.inFlight >= this.maxInFlight || this.pending.length < (this.inFlight === 0 ? 1 : this.minOverlappingBatch)) return;
       this.inFlight++;
       const batch = this.pending.splice(0, this.maxBatch);
       void this.serve(batch).finally(() => {

@@ -8,7 +8,8 @@ const REFUSALS_PER_CALL = 32;
 export interface TakeReply {
   nowUs: number;
   nowMs: number;
-  nextWakeMs: number;
+  /** When a full bucket next has room (Redis clock, us; 0: none). */
+  nextWakeUs: number;
   nextDelayedMs: number;
   unclassified: number;
   stale: number;
@@ -50,7 +51,7 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
   return {
     nowUs: Number(raw[0]),
     nowMs: Math.floor(Number(raw[0]) / 1000),
-    nextWakeMs: Number(raw[1]),
+    nextWakeUs: Number(raw[1]),
     nextDelayedMs: Number(raw[2]),
     unclassified: Number(raw[3]),
     stale: Number(raw[4]),
@@ -61,8 +62,8 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
   };
 }
 
-/** When the next bucket has room or delayed job is due (Redis clock, ms), if any. */
+/** When the next bucket has room or delayed job is due (Redis clock, ms, to the us), if any. */
 export function nextLookMs(reply: TakeReply): number | undefined {
-  const times = [reply.nextWakeMs, reply.nextDelayedMs].filter((t) => t > 0);
+  const times = [reply.nextWakeUs / 1000, reply.nextDelayedMs].filter((t) => t > 0);
   return times.length === 0 ? undefined : Math.min(...times);
 }

@@ -4,17 +4,26 @@
  * scripts to it decision by decision.
  */
 export const SLOTS_PER_WINDOW = 220;
+const STEPS_PER_SLOT = 1000;
+
+/** A slot is about W / 220 long, a whole number of steps of about a thousandth of it (us). */
+function geometry(windowMs: number): { slot: number; step: number } {
+  const raw = Math.max(1, Math.floor((windowMs * 1000) / SLOTS_PER_WINDOW));
+  const step = Math.ceil(raw / STEPS_PER_SLOT);
+  return { slot: Math.floor(raw / step) * step, step };
+}
 
 export function slotUs(windowMs: number): number {
-  return Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW)) * 1000;
+  return geometry(windowMs).slot;
 }
 
 /** A token's slot, and the slot's release time once the token is in it (at least the token's own). */
 export function slotOf(windowMs: number, grantUs: number, leaseMs: number): { k: number; releaseUs: number } {
+  const { slot, step } = geometry(windowMs);
   const releaseUs = grantUs + (windowMs + leaseMs) * 1000;
-  const k = Math.ceil(releaseUs / slotUs(windowMs));
-  const offsetMs = Math.ceil((releaseUs - (k - 1) * slotUs(windowMs)) / 1000);
-  return { k, releaseUs: (k - 1) * slotUs(windowMs) + offsetMs * 1000 };
+  const k = Math.ceil(releaseUs / slot);
+  const offset = Math.ceil((releaseUs - (k - 1) * slot) / step);
+  return { k, releaseUs: (k - 1) * slot + offset * step };
 }
 
 export interface ModelCounterRef {

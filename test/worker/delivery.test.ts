@@ -266,6 +266,33 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(maxRunning).toBeLessThanOrEqual(2);
   });
 
+  it("a slot waiting for room keeps neither its job's completed or failed event nor pause() waiting", async () => {
+    const queue = bed.queue('events');
+    await queue.add('bad', {});
+    await queue.add('good', {});
+    await queue.add('last', {});
+    const processedOn = new Map<string, number>();
+    const worker = bed.worker('events', async (job) => {
+      processedOn.set(job.name, job.processedOn!);
+      if (job.name === 'bad') throw new Error('no');
+    }, { concurrency: 3, throttles: [Throttle.named('one-per-800ms').limit(1, 800)] });
+    const reportedAt = new Map<string, number>();
+    worker.on('failed', (job) => { reportedAt.set(job!.name, Date.now()); });
+    worker.on('completed', (job) => { reportedAt.set(job.name, Date.now()); });
+    await waitFor(() => reportedAt.has('good'), 10_000, "'good' completed");
+    // The slot that ran 'bad' asked for its next job at once and waited for room: 'good' went 800 ms
+    // later, yet bad's failure was reported when it happened, not when that wait ended.
+    expect(reportedAt.get('bad')!).toBeLessThan(processedOn.get('good')!);
+    // good's slot now waits for room for 'last': pausing lets it go rather than wait for the room.
+    await worker.pause();
+    expect(processedOn.has('last')).toBe(false);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(processedOn.has('last')).toBe(false);
+    worker.resume();
+    await waitFor(() => processedOn.has('last'), 10_000, "'last' after resume");
+    expect(processedOn.get('last')! - processedOn.get('good')!).toBeGreaterThanOrEqual(800);
+  });
+
   it('QueueEvents sees active and completed; flows complete children before parents', async () => {
     const { QueueEvents, FlowProducer } = await import('bullmq');
     const queue = bed.queue('flows');

@@ -28,22 +28,24 @@ describe('RequestBatcher', () => {
   });
 });
 
-describe('RequestBatcher.whileWaiting', () => {
-  it('lets a new call go while a call in flight only waits', async () => {
+describe('RequestBatcher.resubmit', () => {
+  it('serves requests given back ahead of newer ones, in one batch with them', async () => {
     const calls: number[][] = [];
-    let release!: () => void;
-    const waited = new Promise<void>((resolve) => { release = resolve; });
-    const batcher: RequestBatcher<number, number> = new RequestBatcher<number, number>(async (batch) => {
+    let finishFirst!: () => void;
+    const batcher: RequestBatcher<number, number> = new RequestBatcher<number, number>((batch) => {
       calls.push(batch.map((p) => p.request));
-      if (batch[0].request === 1) await batcher.whileWaiting(waited);
-      batch.forEach((p) => p.resolve(p.request));
-    }, 64, 1, 24);
+      if (calls.length > 1) {
+        batch.forEach((p) => p.resolve(p.request));
+        return Promise.resolve();
+      }
+      // The first call gives its request back, as a call does whose request waits for room.
+      return new Promise<void>((resolve) => { finishFirst = () => { batcher.resubmit(batch); resolve(); }; });
+    }, 64, 1);
     const first = batcher.submit(1);
-    await new Promise((resolve) => setImmediate(resolve));
-    // One call in flight, and it only waits: a single request still goes at once.
-    expect(await batcher.submit(2)).toBe(2);
-    expect(calls).toEqual([[1], [2]]);
-    release();
-    expect(await first).toBe(1);
+    const newer = batcher.submit(2);
+    expect(calls).toEqual([[1]]);
+    finishFirst();
+    expect(await Promise.all([first, newer])).toEqual([1, 2]);
+    expect(calls).toEqual([[1], [1, 2]]);
   });
 });
