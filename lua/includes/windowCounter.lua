@@ -1,10 +1,11 @@
 --[[
   A sliding-window counter for one limit of one bucket, held in one HASH:
-    n   tokens still counted
-    lo  lowest slot index that may still hold tokens
-    hi  highest slot index holding tokens (the key expires once that slot is released)
-    x   the slot whose end the key's expiry is set to: EXPIRY_SLACK slots past hi when hi passes it, so
-        that a bucket taking a token every few slots moves its expiry once in a while, not every time
+    h   "n lo hi x", one field so that a delivery reads and writes it in one go:
+        n   tokens still counted
+        lo  lowest slot index that may still hold tokens
+        hi  highest slot index holding tokens (the key expires once that slot is released)
+        x   the slot whose end the key's expiry is set to: EXPIRY_SLACK slots past hi when hi passes it, so
+            that a bucket taking a token every few slots moves its expiry once in a while, not every time
     <k> the tokens whose release times fall in slot k, that is in ((k - 1) * slot, k * slot] us, stored as
         count * scale + o, where (k - 1) * slot + o * step us is the latest release time among them
   A slot is about W / SLOTS_PER_WINDOW long, in whole steps of about a thousandth of a slot (1 us for any W
@@ -107,8 +108,13 @@ local function sweepCounter(counter, nowUs)
 end
 
 local function loadCounter(key, max, windowMs, nowUs)
-  local stored = rcall('HMGET', key, 'n', 'lo', 'hi', 'x')
-  local counter = newCounter(key, max, windowMs, tonumber(stored[1]) or 0, tonumber(stored[2]), tonumber(stored[3]), tonumber(stored[4]), nowUs)
+  local header = rcall('HGET', key, 'h')
+  local n, lo, hi, x = 0, nil, nil, nil
+  if header then
+    n, lo, hi, x = string.match(header, '^(%d+) (%d+) (%d+) (%d+)$')
+    n, lo, hi, x = tonumber(n), tonumber(lo), tonumber(hi), tonumber(x)
+  end
+  local counter = newCounter(key, max, windowMs, n, lo, hi, x, nowUs)
   local due = math.floor(nowUs / counter.slot)
   if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.sweepSpan) then sweepCounter(counter, nowUs) end
   return counter
@@ -221,28 +227,16 @@ local function saveCounter(counter)
     rcall('DEL', key)
     return
   end
-  -- Only what changed is written: lo and hi move once a slot at most. (Sized once: one save per bucket a
-  -- delivery draws from.)
-  local fields = { 'n', intArg(counter.n), false, false, false, false, false, false, false, false }
-  local count = 2
-  if counter.lo ~= counter.storedLo then
-    fields[count + 1], fields[count + 2], count = 'lo', intArg(counter.lo), count + 2
-  end
-  local hiArg
-  if counter.hi ~= counter.storedHi then
-    hiArg = intArg(counter.hi)
-    fields[count + 1], fields[count + 2], count = 'hi', hiArg, count + 2
-  end
-  -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
-  if expire then
-    counter.expiresAt = counter.hi + EXPIRY_SLACK
-    fields[count + 1], fields[count + 2], count = 'x', intArg(counter.expiresAt), count + 2
-  end
+  -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
+  if expire then counter.expiresAt = counter.hi + EXPIRY_SLACK end
+  -- Sized once: one save per bucket a delivery draws from.
+  local fields = { 'h', string.format('%d %d %d %d', counter.n, counter.lo, counter.hi, counter.expiresAt), false, false, false, false }
+  local count = 2
   for k, added in pairs(counter.added) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
-    local field = (k == counter.hi and hiArg) or intArg(k)
+    local field = intArg(k)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
     local offset = value % counter.scale
     if added.offset > offset then offset = added.offset end

@@ -12,3 +12,9 @@ export function uniquePrefix(label: string): string {
 }
 
 export { keysUnder, deleteKeysUnder } from '../../src/redis/keysUnder';
+
+/** A window counter's token count as its header stores it (lua/includes/windowCounter.lua), or null without a key. */
+export async function storedTokens(redis: Redis, counterKey: string): Promise<string | null> {
+  const header = await redis.hget(counterKey, 'h');
+  return header === null ? null : header.split(' ')[0];
+}

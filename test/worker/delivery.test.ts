@@ -4,7 +4,7 @@ import { getThrottledCount, Key, Missing, mostInAnyWindow, Throttle, ThrottleAdm
 import { ScriptRunner } from '../../src/lua/scripts';
 import { declarationData } from '../../src/worker/declarationRegistry';
 import { queueConfigFrom } from '../../src/worker/queueConfig';
-import { newRedis } from '../support/redis';
+import { newRedis, storedTokens } from '../support/redis';
 import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
 
 describe('ThrottledWorker delivery', () => {
@@ -329,7 +329,7 @@ describe('ThrottledWorker keeps bullmq whole', () => {
       throttles: [Throttle.named('stall').limit(5, '1m')], lockDuration: 500, stalledInterval: 300,
     });
     await waitFor(() => starts.length === 2, 15_000, 'the re-delivery');
-    const counter = await redis.hget(`${bed.prefix}::throttle:{stall}:b:-:60000`, 'n');
+    const counter = await storedTokens(redis, `${bed.prefix}::throttle:{stall}:b:-:60000`);
     expect(counter).toBe('2');
     await second.close();
   });
