@@ -103,9 +103,17 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     return next ?? this.nextHandedOver(token);
   }
 
-  private nextHandedOver(token: string): Promise<Job<DataType, ResultType, NameType>> {
-    // Worker.moveToActive asks the backend, which hands over the fetch begun with the completion.
-    return this.gate.hasHandover(token) ? this.moveToActive(token, this.opts.name) : Promise.resolve(undefined as unknown as Job<DataType, ResultType, NameType>);
+  private async nextHandedOver(token: string): Promise<Job<DataType, ResultType, NameType>> {
+    if (!this.gate.hasHandover(token)) return undefined as unknown as Job<DataType, ResultType, NameType>;
+    try {
+      // Worker.moveToActive asks the backend, which hands over the fetch begun with the completion.
+      return await this.moveToActive(token, this.opts.name);
+    } catch (error) {
+      // The job is completed or failed already: a failed fetch must not send bullmq to finish it again.
+      // The slot is free, and bullmq's main loop fetches for it (as after any fetch it could not make).
+      this.emit('error', error as Error);
+      return undefined as unknown as Job<DataType, ResultType, NameType>;
+    }
   }
 
   /** As Worker's; slots waiting for room give up their wait first, so that pausing does not wait for room. */
