@@ -7,7 +7,7 @@ import { TestClock } from '../test/support/testClock';
 import { fillBurst, fillSpreadRealTime, fillSpreadShifted } from './support/fill';
 import { deleteKeysUnder } from './support/keys';
 import { footprint, usedMemory } from './support/memory';
-import { constructWorstCaseCounter, slotMs } from './support/worstCaseCounter';
+import { constructWorstCaseCounter, slotGeometryUs } from './support/worstCaseCounter';
 import type { Benchmark, BenchmarkContext, Row } from './types';
 
 const KB = 1024;
@@ -129,8 +129,8 @@ export const bucketMemory: Benchmark = {
       rows,
       notes: [
         'Targets: ≤ 2 KB per bucket for 100/1s, ≤ 32 KB for 100,000/1h; the many-buckets row is held to the 2 KB target.',
-        'fields include n, lo and hi. A bucket with one limit is one HASH key; MEMORY USAGE is exact (SAMPLES 0).',
-        `Release-index fields are bounded by the slot count, not by N (slot = W/220: ${slotMs(1000)} ms for 1s, ${slotMs(3_600_000)} ms for 1h).`,
+        'fields include the header h ("n lo hi x"). A bucket with one limit is one HASH key; MEMORY USAGE is exact (SAMPLES 0).',
+        `Release-index fields are bounded by the slot count, not by N (slot = W/220: ${slotGeometryUs(1000).slotUs} µs for 1s, ${slotGeometryUs(3_600_000).slotUs} µs for 1h).`,
         'The 3 s row spreads 100,000 over up to 100 slots in real time (late timers merge some), as an hour of traffic would over 1 h.',
         'The shifted-clock row uses the test build of the scripts (test/support/testClock.ts): grants spread over the hour.',
         'Constructed worst case: the hash written directly with HSET, with the most release indices the script can leave.',

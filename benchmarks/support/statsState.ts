@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { encodeBucket } from '../../src/keys/keyEncoding';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
-import { slotMs } from './worstCaseCounter';
+import { slotGeometryUs } from './worstCaseCounter';
 
 /**
  * Writes, with pipelined ZADD/HSET, the state the delivery script keeps for a keyed throttle, exactly in
@@ -76,31 +76,31 @@ async function sendAll(redis: Redis, commands: (string | number)[][], perPipelin
 
 /**
  * One window counter hash as windowCounter.lua's saveCounter leaves it after granting a token at each of
- * `grantsMs` (lease 0): slot k = ceil(release / slotMs) holds count * (slotMs + 1) + the latest release
- * offset in the slot; n, lo, hi, and x = hi (the slot the expiry was set for). Returns the fields and the
- * expiry (ms), which is also the bucket's :active score.
+ * `grantsMs` (lease 0): slot k = ceil(release / slot) holds count * scale + the latest release offset in
+ * the slot (in steps); the header h is "n lo hi x", with x = hi (the slot the expiry was set for). Returns
+ * the fields and the expiry (ms), which is also the bucket's :active score.
  */
 export function counterFields(grantsMs: readonly number[], windowMs: number): { fields: (string | number)[]; expiresAtMs: number; earliestSlotStartMs: number } {
-  const slot = slotMs(windowMs);
-  const slots = new Map<number, { count: number; offsetMs: number }>();
+  const { slotUs, stepUs, scale } = slotGeometryUs(windowMs);
+  const slots = new Map<number, { count: number; offset: number }>();
   for (const grant of grantsMs) {
-    const releaseMs = grant + windowMs;
-    const k = Math.ceil(releaseMs / slot);
-    const offsetMs = releaseMs - (k - 1) * slot;
+    const releaseUs = (grant + windowMs) * 1000;
+    const k = Math.ceil(releaseUs / slotUs);
+    const offset = Math.ceil((releaseUs - (k - 1) * slotUs) / stepUs);
     const known = slots.get(k);
     if (known) {
       known.count++;
-      known.offsetMs = Math.max(known.offsetMs, offsetMs);
+      known.offset = Math.max(known.offset, offset);
     } else {
-      slots.set(k, { count: 1, offsetMs });
+      slots.set(k, { count: 1, offset });
     }
   }
   const ks = [...slots.keys()];
   const lo = Math.min(...ks);
   const hi = Math.max(...ks);
-  const fields: (string | number)[] = ['n', grantsMs.length, 'lo', lo, 'hi', hi, 'x', hi];
-  for (const [k, { count, offsetMs }] of slots) fields.push(k, count * (slot + 1) + offsetMs);
-  return { fields, expiresAtMs: hi * slot, earliestSlotStartMs: (lo - 1) * slot };
+  const fields: (string | number)[] = ['h', `${grantsMs.length} ${lo} ${hi} ${hi}`];
+  for (const [k, { count, offset }] of slots) fields.push(k, count * scale + offset);
+  return { fields, expiresAtMs: Math.ceil((hi * slotUs) / 1000), earliestSlotStartMs: Math.floor(((lo - 1) * slotUs) / 1000) };
 }
 
 export async function constructStatsState(redis: Redis, keys: ThrottleKeys, options: StatsStateOptions): Promise<StatsState> {

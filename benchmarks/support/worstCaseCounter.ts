@@ -3,17 +3,24 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { LUA_DIR } from '../../src/lua/luaBundler';
 
-/** SLOTS_PER_WINDOW as lua/includes/windowCounter.lua defines it, read from there so the two never disagree. */
-export function slotsPerWindow(): number {
+function luaConstant(name: string): number {
   const source = readFileSync(join(LUA_DIR, 'includes', 'windowCounter.lua'), 'utf8');
-  const match = /SLOTS_PER_WINDOW\s*=\s*(\d+)/.exec(source);
-  if (!match) throw new Error('lua/includes/windowCounter.lua no longer defines SLOTS_PER_WINDOW');
+  const match = new RegExp(`${name}\\s*=\\s*(\\d+)`).exec(source);
+  if (!match) throw new Error(`lua/includes/windowCounter.lua no longer defines ${name}`);
   return Number(match[1]);
 }
 
-/** The counter's slot in ms, as slotUsFor() computes it. */
-export function slotMs(windowMs: number): number {
-  return Math.max(1, Math.floor(windowMs / slotsPerWindow()));
+/** SLOTS_PER_WINDOW as lua/includes/windowCounter.lua defines it, read from there so the two never disagree. */
+export function slotsPerWindow(): number {
+  return luaConstant('SLOTS_PER_WINDOW');
+}
+
+/** The counter's slot and offset step in us, as windowCounter.lua's slotGeometry works them out. */
+export function slotGeometryUs(windowMs: number): { slotUs: number; stepUs: number; scale: number } {
+  const raw = Math.max(1, Math.floor((windowMs * 1000) / slotsPerWindow()));
+  const stepUs = Math.ceil(raw / luaConstant('STEPS_PER_SLOT'));
+  const slotUs = Math.floor(raw / stepUs) * stepUs;
+  return { slotUs, stepUs, scale: slotUs / stepUs + 1 };
 }
 
 /**
@@ -21,25 +28,25 @@ export function slotMs(windowMs: number): number {
  * at most ceil(W/slot) + 1 of them, and never more than N since each holds at least one token.
  */
 export function mostReleaseIndices(max: number, windowMs: number): number {
-  return Math.min(max, Math.ceil(windowMs / slotMs(windowMs)) + 1);
+  return Math.min(max, Math.ceil((windowMs * 1000) / slotGeometryUs(windowMs).slotUs) + 1);
 }
 
 /**
- * Writes, with HSET, the largest hash windowCounter.lua can leave for N per W: n, lo, hi and the most
+ * Writes, with HSET, the largest hash windowCounter.lua can leave for N per W: its header and the most
  * release indices, N tokens shared among them, each slot's value as wide as it can be. Resolves to the number of release-index fields.
  */
 export async function constructWorstCaseCounter(redis: Redis, key: string, max: number, windowMs: number): Promise<number> {
   const [seconds, micros] = await redis.time();
-  const slot = slotMs(windowMs);
-  const due = Math.floor((Number(seconds) * 1000 + Number(micros) / 1000) / slot);
+  const { slotUs, scale } = slotGeometryUs(windowMs);
+  const due = Math.floor((Number(seconds) * 1_000_000 + Number(micros)) / slotUs);
   const indices = mostReleaseIndices(max, windowMs);
-  const fields: (string | number)[] = ['n', max, 'lo', due + 1, 'hi', due + indices];
+  const fields: (string | number)[] = ['h', `${max} ${due + 1} ${due + indices} ${due + indices + Math.floor(slotsPerWindow() / 4)}`];
   for (let i = 0; i < indices; i++) {
     const count = Math.floor(((i + 1) * max) / indices) - Math.floor((i * max) / indices);
-    // Stored as count * scale + the slot's latest release offset (ms), scale = slot + 1: the widest value.
-    fields.push(due + 1 + i, count * (slot + 1) + slot);
+    // Stored as count * scale + the slot's latest release offset (steps): the widest value.
+    fields.push(due + 1 + i, count * scale + scale - 1);
   }
   await redis.hset(key, ...fields);
-  await redis.pexpire(key, windowMs + slot);
+  await redis.pexpire(key, windowMs + Math.ceil(slotUs / 1000));
   return indices;
 }

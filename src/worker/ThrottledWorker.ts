@@ -104,7 +104,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   }
 
   private async nextHandedOver(token: string): Promise<Job<DataType, ResultType, NameType>> {
-    if (!this.gate.hasHandover(token)) return undefined as unknown as Job<DataType, ResultType, NameType>;
+    if (!this.gate.endHandover(token)) return undefined as unknown as Job<DataType, ResultType, NameType>;
     try {
       // Worker.moveToActive asks the backend, which hands over the fetch begun with the completion.
       return await this.moveToActive(token, this.opts.name);
