@@ -148,6 +148,8 @@ export class ThrottleGate {
         throw error;
       });
       if (handOver) {
+        // No next job in the result (an empty one would have bullmq emit 'drained'): it is handed over after.
+        done.result = undefined;
         this.handovers.set(token, next);
         return done;
       }

@@ -293,6 +293,19 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(processedOn.get('last')! - processedOn.get('good')!).toBeGreaterThanOrEqual(800);
   });
 
+  it("'drained' fires when the queue runs dry, not while its backlog flows", async () => {
+    const queue = bed.queue('drained');
+    await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'n', data: { i } })));
+    let completed = 0;
+    const drainedAt: number[] = [];
+    const worker = bed.worker('drained', async () => undefined, { concurrency: 5, throttles: [Throttle.named('roomy-drained').limit(1000, '1s')] });
+    worker.on('completed', () => { completed++; });
+    worker.on('drained', () => { drainedAt.push(completed); });
+    await waitFor(() => completed === 30 && drainedAt.length > 0, 10_000, 'all 30 and drained');
+    // Only a slot whose fetch finds no job drains: at most the last slots' worth before the end.
+    expect(Math.min(...drainedAt)).toBeGreaterThanOrEqual(30 - 5);
+  });
+
   it('QueueEvents sees active and completed; flows complete children before parents', async () => {
     const { QueueEvents, FlowProducer } = await import('bullmq');
     const queue = bed.queue('flows');
