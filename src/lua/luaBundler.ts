@@ -13,6 +13,13 @@ export interface BundleOptions {
 }
 
 const INCLUDE = /^[ \t]*-{2,3}[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*$/gm;
+/**
+ * `--- @function "bullmq/moveToFinished-14" moveToFinished`: a whole script made a function of (KEYS, ARGV),
+ * so that one script can run another's logic once per item of a batch. Its includes are expanded where the
+ * directive stands (once per run, not once per call); the rest of it becomes the function's body, its
+ * `return`s the function's.
+ */
+const FUNCTION = /^[ \t]*-{2,3}[ \t]*@function[ \t]+["']([^"']+)["'][ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*$/gm;
 
 export const LUA_DIR = resolve(__dirname, '..', '..', 'lua');
 
@@ -50,5 +57,14 @@ export function bundleLua(file: string, options: BundleOptions = {}): string {
       }
       return expand(target, override ?? readFileSync(target, 'utf8'), [...chain, target]);
     });
-  return expand(file, readFileSync(file, 'utf8'), [file]);
+  const asFunction = (path: string, source: string): string =>
+    source.replace(FUNCTION, (_line, name: string, functionName: string) => {
+      const target = resolveInclude(name, dirname(path));
+      if (!existsSync(target)) throw new Error(`${path} makes a function of "${name}", but ${target} does not exist.`);
+      const script = readFileSync(target, 'utf8');
+      const includes = script.match(INCLUDE) ?? [];
+      const body = script.replace(INCLUDE, '');
+      return `${expand(target, includes.join('\n'), [file, target])}\nlocal function ${functionName}(KEYS, ARGV)\n${expand(target, body, [file, target])}\nend\n`;
+    });
+  return expand(file, asFunction(file, readFileSync(file, 'utf8')), [file]);
 }

@@ -40,7 +40,7 @@ export function defaultLuaScripts(): Map<string, LuaScript> {
 }
 
 type Client = Redis | Cluster;
-type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
+type ScriptCall = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 /** Runs the named scripts on one connection, registering each with defineCommand on first use. */
 export class ScriptRunner {
@@ -51,7 +51,7 @@ export class ScriptRunner {
     private readonly extraArgs: () => (string | number)[] = () => [],
   ) {}
 
-  run(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  run(name: string, keys: readonly string[], args: readonly (string | number | Buffer)[]): Promise<unknown> {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`No Lua script named '${name}' in ${LUA_DIR}.`);
     const client = this.client as unknown as Record<string, ScriptCall | undefined>;

@@ -18,6 +18,7 @@ import { PendingRequest, RequestBatcher } from './requestBatcher';
 import { ParkedRequests } from './parkedRequests';
 import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
 import { intakeRecords } from './intakeRecords';
+import { JobCompleter } from './jobCompleter';
 
 export interface GateOptions {
   queue: string;
@@ -129,7 +130,7 @@ export class ThrottleGate {
     this.backend = b;
     this.workerName = workerOptions.name ?? '';
     this.lockDuration = workerOptions.lockDuration ?? 30_000;
-    const moveToCompleted = b.moveToCompleted.bind(b);
+    const completer = new JobCompleter(b, () => this.runner, (jobId, args) => b.moveToFinished(jobId, args as Parameters<typeof b.moveToFinished>[1]));
     const moveToFailed = b.moveToFailed.bind(b);
     const moveToDelayed = b.moveToDelayed.bind(b);
     const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
@@ -156,8 +157,9 @@ export class ThrottleGate {
       done.result = await next;
       return done;
     };
+    // Completions go in batches through the installed bullmq's moveToFinished (JobCompleter).
     b.moveToCompleted = ((job, returnValue, removeOnComplete, token, fetchNext) =>
-      finishThenFetch(moveToCompleted(job, returnValue, removeOnComplete, token, false), token, fetchNext)) as typeof b.moveToCompleted;
+      finishThenFetch(completer.complete(job, returnValue, removeOnComplete, token, false), token, fetchNext)) as typeof b.moveToCompleted;
     b.moveToFailed = ((job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) =>
       finishThenFetch(moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate), token, fetchNext)) as typeof b.moveToFailed;
     b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {

@@ -306,6 +306,55 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(Math.min(...drainedAt)).toBeGreaterThanOrEqual(30 - 5);
   });
 
+  it("completes jobs in batches exactly as bullmq does: return values, finishedOn, removeOnComplete, events", async () => {
+    const { QueueEvents } = await import('bullmq');
+    const queue = bed.queue('batched');
+    const events = new QueueEvents('batched', { connection: bed.connection, prefix: bed.prefix });
+    bed.onClose(() => events.close());
+    await events.waitUntilReady();
+    const returned = new Map<string, unknown>();
+    events.on('completed', ({ jobId, returnvalue }) => { returned.set(jobId, returnvalue); });
+    await queue.addBulk(Array.from({ length: 40 }, (_, i) => ({ name: 'n', data: { i }, opts: { removeOnComplete: { count: 10 } } })));
+    const local: { id: string; finishedOn?: number; attemptsMade: number; returnvalue: unknown }[] = [];
+    const worker = bed.worker('batched', async (job) => ({ doubled: job.data.i * 2 }), { concurrency: 20, throttles: [Throttle.named('roomy-batched').limit(1000, '1s')] });
+    worker.on('completed', (job) => { local.push({ id: job.id!, finishedOn: job.finishedOn, attemptsMade: job.attemptsMade, returnvalue: job.returnvalue }); });
+    await waitFor(() => local.length === 40 && returned.size === 40, 10_000, '40 completions, seen locally and by QueueEvents');
+    for (const job of local) {
+      expect(job.finishedOn).toEqual(expect.any(Number));
+      expect(job.attemptsMade).toBe(1);
+    }
+    const kept = await queue.getJobs(['completed']);
+    expect(kept).toHaveLength(10);
+    for (const job of kept) {
+      expect(job.returnvalue).toEqual({ doubled: job.data.i * 2 });
+      expect(job.finishedOn).toBeGreaterThanOrEqual(job.processedOn!);
+      expect(returned.get(job.id!)).toEqual({ doubled: job.data.i * 2 });
+    }
+    expect(await queue.getJobCounts('active', 'wait', 'completed')).toEqual({ active: 0, wait: 0, completed: 10 });
+  });
+
+  it("a job whose completion fails inside bullmq's Lua leaves the jobs completed with it unharmed", async () => {
+    const queue = bed.queue('oneBad');
+    const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: i === 6 ? 'bad' : 'good', data: { i } })));
+    let started = 0;
+    let release!: () => void;
+    const barrier = new Promise<void>((resolve) => { release = resolve; });
+    const completed: string[] = [];
+    const worker = bed.worker('oneBad', async (job) => {
+      if (++started === 10) release();
+      await barrier;
+      if (job.name === 'bad') {
+        // bullmq's moveToFinished decodes 'parent' as JSON: this job's completion raises a Lua error.
+        await redis.hset(`${bed.prefix}:oneBad:${job.id}`, 'parent', 'not json');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }, { concurrency: 10, throttles: [Throttle.named('roomy-bad').limit(1000, '1s')] });
+    worker.on('completed', (job) => { completed.push(job.id!); });
+    worker.on('error', () => undefined);
+    await waitFor(() => completed.length === 9, 10_000, 'the nine good jobs completed');
+    expect(completed.sort()).toEqual(jobs.filter((j) => j.name === 'good').map((j) => j.id!).sort());
+  });
+
   it('QueueEvents sees active and completed; flows complete children before parents', async () => {
     const { QueueEvents, FlowProducer } = await import('bullmq');
     const queue = bed.queue('flows');

@@ -1,0 +1,32 @@
+--[[
+  Completes several active jobs of one queue in one call, each exactly as the installed bullmq's own
+  moveToFinished script does (it is made a function of its KEYS and ARGV, below), without fetching the
+  next job: a throttled worker fetches through its delivery script instead. One call per batch pays
+  moveToFinished's fixed cost (its prologue and the command itself) once, not once per job.
+
+  Input (K jobs):
+    KEYS[1..11]         moveToFinished's KEYS[1..11] for target 'completed' (wait, active, prioritized,
+                        events, stalled, limiter, delayed, paused, meta, pc, completed)
+    KEYS[11 + j]        job j's key (its KEYS[12])
+    KEYS[12 + K]        the metrics key (KEYS[13]), KEYS[13 + K] the marker (KEYS[14])
+    ARGV[1]             K
+    ARGV[2 + 9(j-1)..]  job j's moveToFinished ARGV[1..9] as bullmq's moveToCompletedArgs builds them
+                        (fetch next '0'; an empty ARGV[9] for no fields to update)
+
+  Output:
+    { code_1, ..., code_K }: moveToFinished's reply for each job (0, or its negative error code).
+]]
+-- bullmq's includes, expanded here ahead of its script's body, call redis through this.
+local rcall = redis.call
+--- @function "bullmq/moveToFinished-14" moveToFinished
+
+local K = tonumber(ARGV[1])
+local results = {}
+for j = 1, K do
+  local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11],
+    KEYS[11 + j], KEYS[12 + K], KEYS[13 + K] }
+  local a = 1 + 9 * (j - 1)
+  local argv = { ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], '0', ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] }
+  results[j] = moveToFinished(keys, argv)
+end
+return results

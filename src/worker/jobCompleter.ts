@@ -1,0 +1,87 @@
+import type { RedisQueueBackend } from 'bullmq';
+import { ScriptRunner } from '../lua/scripts';
+import { PendingRequest, RequestBatcher } from './requestBatcher';
+
+type CompleteArgs = Parameters<RedisQueueBackend['moveToCompleted']>;
+type Completed = Awaited<ReturnType<RedisQueueBackend['moveToCompleted']>>;
+
+interface Completion {
+  jobId: string;
+  /** moveToFinished's KEYS and ARGV, as bullmq's moveToCompletedArgs builds them. */
+  args: (string | number | boolean | Buffer | undefined)[];
+}
+
+/** Most completions one call carries. */
+const MAX_BATCH = 64;
+/** moveToFinished's keys: the job's key is the 12th. */
+const KEY_COUNT = 14;
+const JOB_KEY = 11;
+
+/**
+ * Completes a worker's jobs in batches (lua/completeJobs-n.lua, which runs the installed bullmq's own
+ * moveToFinished once per job): completions that arrive while a call is in flight go together in the next.
+ * Each job is completed exactly as bullmq's backend would complete it without fetching a next job, and
+ * fails with the same errors. Should a batch fail as a whole (a Lua error in one job's completion, say),
+ * each of its jobs is completed on its own by bullmq, so that one job's trouble is that job's alone.
+ */
+export class JobCompleter {
+  private readonly batcher = new RequestBatcher<Completion, unknown>((batch) => this.serve(batch), MAX_BATCH, 1);
+
+  constructor(
+    private readonly backend: RedisQueueBackend,
+    private readonly runner: () => ScriptRunner | undefined,
+    /** bullmq's own moveToFinished call, for completions a batch could not make. */
+    private readonly completeAlone: (jobId: string, args: Completion['args']) => Promise<unknown>,
+  ) {}
+
+  async complete(...[job, returnValue, removeOnComplete, token]: CompleteArgs): Promise<Completed> {
+    // As bullmq's moveToCompleted: a return value JSON cannot hold fails the completion.
+    const value = JSON.stringify(returnValue);
+    const args = this.backend.moveToCompletedArgs(job, value, removeOnComplete, token, false) as Completion['args'];
+    const code = Number(await this.batcher.submit({ jobId: String(job.id), args }));
+    if (code < 0) throw this.backend.finishedErrors({ code, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
+    return { result: undefined, finishedOn: args[KEY_COUNT + 1] } as unknown as Completed;
+  }
+
+  private async serve(batch: PendingRequest<Completion, unknown>[]): Promise<void> {
+    const runner = this.runner();
+    const first = batch[0].request.args;
+    // One call serves completions that share every key but the job's (the same queue, to 'completed').
+    const together = runner ? batch.filter((p) => sharesKeys(p.request.args, first)) : [];
+    const alone = batch.filter((p) => !together.includes(p));
+    try {
+      if (together.length > 0) {
+        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), first[12], first[13]] as string[];
+        const args: (string | number)[] = [together.length];
+        for (const p of together) {
+          const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + 9);
+          for (let i = 0; i < 9; i++) args.push(argValue(argv[i]));
+        }
+        const codes = (await runner!.run('completeJobs', keys, args)) as unknown[];
+        together.forEach((p, i) => p.resolve(codes[i]));
+      }
+    } catch {
+      alone.push(...together);
+    }
+    await Promise.all(alone.map(async (p) => {
+      try {
+        await this.completeAlone(p.request.jobId, p.request.args);
+        p.resolve(0);
+      } catch (error) {
+        p.reject(error as Error);
+      }
+    }));
+  }
+}
+
+function sharesKeys(args: Completion['args'], first: Completion['args']): boolean {
+  for (let i = 0; i < KEY_COUNT; i++) if (i !== JOB_KEY && args[i] !== first[i]) return false;
+  return true;
+}
+
+/** As ioredis sends an argument (bullmq leaves "no fields to update" undefined). */
+function argValue(value: Completion['args'][number]): string | number {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  return value as string | number;
+}
