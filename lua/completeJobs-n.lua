@@ -14,7 +14,9 @@
                         (fetch next '0'; an empty ARGV[9] for no fields to update)
 
   Output:
-    { code_1, ..., code_K }: moveToFinished's reply for each job (0, or its negative error code).
+    { reply_1, ..., reply_K }: moveToFinished's reply for each job (0, or its negative error code), or the
+    message of the error it raised (a string): a script that errs keeps what it wrote before the error, so
+    each job's completion is caught on its own and the jobs after it are still completed.
 ]]
 -- bullmq's includes, expanded here ahead of its script's body, call redis through this.
 local rcall = redis.call
@@ -27,6 +29,7 @@ for j = 1, K do
     KEYS[11 + j], KEYS[12 + K], KEYS[13 + K] }
   local a = 1 + 9 * (j - 1)
   local argv = { ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], '0', ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] }
-  results[j] = moveToFinished(keys, argv)
+  local ok, reply = pcall(moveToFinished, keys, argv)
+  if ok then results[j] = reply else results[j] = tostring(reply) end
 end
 return results

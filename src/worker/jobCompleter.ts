@@ -21,8 +21,8 @@ const JOB_KEY = 11;
  * Completes a worker's jobs in batches (lua/completeJobs-n.lua, which runs the installed bullmq's own
  * moveToFinished once per job): completions that arrive while a call is in flight go together in the next.
  * Each job is completed exactly as bullmq's backend would complete it without fetching a next job, and
- * fails with the same errors. Should a batch fail as a whole (a Lua error in one job's completion, say),
- * each of its jobs is completed on its own by bullmq, so that one job's trouble is that job's alone.
+ * fails with the same errors; an error one job's completion raises is that job's alone. Should a call fail
+ * as a whole (the connection, say), each of its jobs is completed on its own through bullmq.
  */
 export class JobCompleter {
   private readonly batcher = new RequestBatcher<Completion, unknown>((batch) => this.serve(batch), MAX_BATCH, 1);
@@ -38,7 +38,10 @@ export class JobCompleter {
     // As bullmq's moveToCompleted: a return value JSON cannot hold fails the completion.
     const value = JSON.stringify(returnValue);
     const args = this.backend.moveToCompletedArgs(job, value, removeOnComplete, token, false) as Completion['args'];
-    const code = Number(await this.batcher.submit({ jobId: String(job.id), args }));
+    const reply = await this.batcher.submit({ jobId: String(job.id), args });
+    // The error bullmq's own call would have raised (lua/completeJobs-n.lua catches it per job).
+    if (typeof reply === 'string') throw new Error(reply);
+    const code = Number(reply);
     if (code < 0) throw this.backend.finishedErrors({ code, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
     return { result: undefined, finishedOn: args[KEY_COUNT + 1] } as unknown as Completed;
   }

@@ -344,7 +344,8 @@ describe('ThrottledWorker keeps bullmq whole', () => {
       if (++started === 10) release();
       await barrier;
       if (job.name === 'bad') {
-        // bullmq's moveToFinished decodes 'parent' as JSON: this job's completion raises a Lua error.
+        // bullmq's moveToFinished decodes 'parent' as JSON: this job's completion raises a Lua error. It
+        // completes last, behind the others of its batch, whose completions the failing call has written.
         await redis.hset(`${bed.prefix}:oneBad:${job.id}`, 'parent', 'not json');
         await new Promise((resolve) => setImmediate(resolve));
       }
