@@ -1,4 +1,4 @@
-import type { RedisQueueBackend } from 'bullmq';
+import { raw2NextJobData, RedisQueueBackend } from 'bullmq';
 import { ScriptRunner } from '../lua/scripts';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
 
@@ -43,7 +43,8 @@ export class JobCompleter {
     if (typeof reply === 'string') throw new Error(reply);
     const code = Number(reply);
     if (code < 0) throw this.backend.finishedErrors({ code, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
-    return { result: undefined, finishedOn: args[KEY_COUNT + 1] } as unknown as Completed;
+    // As bullmq's backend answers a completion that fetched nothing.
+    return { result: raw2NextJobData(code as unknown as unknown[]), finishedOn: args[KEY_COUNT + 1] } as unknown as Completed;
   }
 
   private async serve(batch: PendingRequest<Completion, unknown>[]): Promise<void> {

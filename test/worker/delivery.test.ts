@@ -356,6 +356,27 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(completed.sort()).toEqual(jobs.filter((j) => j.name === 'good').map((j) => j.id!).sort());
   });
 
+  it('manual processing: getNextJob and moveToCompleted(…, fetchNext) are gated too', async () => {
+    const queue = bed.queue('manual');
+    await queue.addBulk([1, 2, 3].map((i) => ({ name: 'n', data: { i } })));
+    const worker = bed.worker('manual', null, { throttles: [Throttle.named('manual-two').limit(2, '10s')] });
+    await worker.waitUntilReady();
+    const token = 'manual-token';
+    const first = await worker.getNextJob(token);
+    expect(first?.data).toEqual({ i: 1 });
+    const [nextData, nextId] = (await first!.moveToCompleted('one', token, true)) as [{ data: string }, string];
+    expect(JSON.parse(nextData.data)).toEqual({ i: 2 });
+    // As bullmq's guide does it: the next job, built on the worker (so that it completes through it).
+    const { Job } = await import('bullmq');
+    const second = Job.fromJSON(worker as never, nextData as never, nextId);
+    // The limit is spent: this completion fetches no job, only when to look again (as bullmq's rate limit does).
+    const [noJob, , , lookAgainAt] = (await second.moveToCompleted('two', token, true)) as unknown[];
+    expect(noJob).toBeFalsy();
+    expect(lookAgainAt).toBeGreaterThan(Date.now() + 5_000);
+    expect(await queue.getJobCounts('completed', 'active')).toEqual({ completed: 2, active: 0 });
+    expect((await getThrottledCount(queue)).throttled + (await queue.getWaitingCount())).toBe(1);
+  });
+
   it('QueueEvents sees active and completed; flows complete children before parents', async () => {
     const { QueueEvents, FlowProducer } = await import('bullmq');
     const queue = bed.queue('flows');
