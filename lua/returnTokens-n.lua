@@ -48,7 +48,7 @@ for g = 1, groups do
   for j = 1, c do
     local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j]))
     local k = slotOf(counter, grantUs, leaseMs)
-    local releasedMs = math.ceil(k * counter.slot / 1000)
+    local releasedMs = math.ceil(k * counter.g.slot / 1000)
     if releasedMs > matters then matters = releasedMs end
   end
   local returned = 0

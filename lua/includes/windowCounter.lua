@@ -31,37 +31,42 @@ local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
 
--- Every field in one constructor, so that the table is sized once: one is built per bucket a delivery
--- draws from.
--- A slot's length in us (a whole number of steps), and its step.
+-- A slot's length in us (a whole number of steps), and its step, shared by the counters of one window.
 local STEPS_PER_SLOT = 1000
+local geometries = {}
 local function slotGeometry(windowMs)
+  local geometry = geometries[windowMs]
+  if geometry then return geometry end
   local raw = math.floor(windowMs * 1000 / SLOTS_PER_WINDOW)
   if raw < 1 then raw = 1 end
   local step = math.ceil(raw / STEPS_PER_SLOT)
-  return math.floor(raw / step) * step, step
+  local slot = math.floor(raw / step) * step
+  geometry = { windowMs = windowMs, slot = slot, step = step, scale = slot / step + 1 }
+  geometries[windowMs] = geometry
+  return geometry
 end
 
+-- Every field in one constructor, so that the table is sized once (15 fields: 16 slots, half of what 17
+-- would take): one is built per bucket a delivery draws from, and what a delivery leaves behind the
+-- garbage collector has to sweep.
 local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
-  local slot, step = slotGeometry(windowMs)
   return {
-    key = key, max = max, windowMs = windowMs, slot = slot, step = step, scale = slot / step + 1,
-    sweepSpan = SLOTS_PER_WINDOW,
-    n = n, lo = lo, hi = hi, added = {}, dirty = false, swept = false,
-    storedLo = lo, storedHi = hi, expiresAt = expiresAt, nowUs = nowUs,
+    key = key, max = max, g = slotGeometry(windowMs),
+    n = n, lo = lo, hi = hi, added = false, dirty = false, swept = false,
+    storedHi = hi, expiresAt = expiresAt, nowUs = nowUs,
     roomAtUs = false, statsBase = false, bucket = false,
   }
 end
 
 -- The slot of a token granted at grantUs, and its release time as an offset (steps, rounded up) into that slot.
 local function slotOf(counter, grantUs, leaseMs)
-  local releaseUs = grantUs + (counter.windowMs + leaseMs) * 1000
-  local k = math.ceil(releaseUs / counter.slot)
-  return k, math.ceil((releaseUs - (k - 1) * counter.slot) / counter.step)
+  local releaseUs = grantUs + (counter.g.windowMs + leaseMs) * 1000
+  local k = math.ceil(releaseUs / counter.g.slot)
+  return k, math.ceil((releaseUs - (k - 1) * counter.g.slot) / counter.g.step)
 end
 
 local function releaseUsOf(counter, k, value)
-  return (k - 1) * counter.slot + (value % counter.scale) * counter.step
+  return (k - 1) * counter.g.slot + (value % counter.g.scale) * counter.g.step
 end
 
 -- Drops every slot released by now, keeping n in step.
@@ -69,7 +74,7 @@ local function sweepCounter(counter, nowUs)
   counter.swept = true
   if counter.lo == nil then return end
   local key = counter.key
-  local due = math.floor(nowUs / counter.slot)
+  local due = math.floor(nowUs / counter.g.slot)
   if counter.hi <= due then
     rcall('DEL', key)
     counter.n, counter.lo, counter.hi = 0, nil, nil
@@ -77,7 +82,7 @@ local function sweepCounter(counter, nowUs)
   end
   local removed = {}
   local function drop(k, value)
-    counter.n = counter.n - math.floor(value / counter.scale)
+    counter.n = counter.n - math.floor(value / counter.g.scale)
     removed[#removed + 1] = intArg(k)
   end
   if due >= counter.lo then
@@ -115,8 +120,8 @@ local function loadCounter(key, max, windowMs, nowUs)
     n, lo, hi, x = tonumber(n), tonumber(lo), tonumber(hi), tonumber(x)
   end
   local counter = newCounter(key, max, windowMs, n, lo, hi, x, nowUs)
-  local due = math.floor(nowUs / counter.slot)
-  if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= counter.sweepSpan) then sweepCounter(counter, nowUs) end
+  local due = math.floor(nowUs / counter.g.slot)
+  if counter.lo ~= nil and (counter.hi <= due or due - counter.lo >= SLOTS_PER_WINDOW) then sweepCounter(counter, nowUs) end
   return counter
 end
 
@@ -129,6 +134,8 @@ end
 
 local function addToken(counter, grantUs, leaseMs)
   local k, offset = slotOf(counter, grantUs, leaseMs)
+  -- Made only once a token is added: most counters a delivery loads are for checking room.
+  if not counter.added then counter.added = {} end
   local added = counter.added[k]
   if added == nil then
     counter.added[k] = { count = 1, offset = offset }
@@ -150,11 +157,11 @@ local function slotsInOrder(counter)
     local k = tonumber(flat[i])
     if k then
       local value = tonumber(flat[i + 1])
-      slots[k] = { count = math.floor(value / counter.scale), releaseUs = releaseUsOf(counter, k, value) }
+      slots[k] = { count = math.floor(value / counter.g.scale), releaseUs = releaseUsOf(counter, k, value) }
     end
   end
-  for k, added in pairs(counter.added) do
-    local releaseUs = (k - 1) * counter.slot + added.offset * counter.step
+  for k, added in pairs(counter.added or {}) do
+    local releaseUs = (k - 1) * counter.g.slot + added.offset * counter.g.step
     local slot = slots[k]
     if slot == nil then
       slots[k] = { count = added.count, releaseUs = releaseUs }
@@ -176,7 +183,7 @@ local function roomAtUs(counter)
   local excess = counter.n - counter.max + 1
   if excess <= 0 then return 0 end
   if counter.roomAtUs then return counter.roomAtUs end
-  counter.roomAtUs = counter.hi * counter.slot
+  counter.roomAtUs = counter.hi * counter.g.slot
   local released = 0
   for _, slot in ipairs(slotsInOrder(counter)) do
     released = released + slot.count
@@ -193,11 +200,11 @@ local function removeToken(counter, grantUs, leaseMs, nowUs)
   local k = slotOf(counter, grantUs, leaseMs)
   local field = intArg(k)
   local value = tonumber(rcall('HGET', counter.key, field))
-  if value == nil or value < counter.scale or releaseUsOf(counter, k, value) <= nowUs then return false end
-  if value < 2 * counter.scale then
+  if value == nil or value < counter.g.scale or releaseUsOf(counter, k, value) <= nowUs then return false end
+  if value < 2 * counter.g.scale then
     rcall('HDEL', counter.key, field)
   else
-    rcall('HSET', counter.key, field, intArg(value - counter.scale))
+    rcall('HSET', counter.key, field, intArg(value - counter.g.scale))
   end
   counter.n = counter.n - 1
   counter.dirty = true
@@ -215,12 +222,12 @@ end
 local function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
-  if counter.statsBase and counter.n >= counter.max and next(counter.added) ~= nil then
+  if counter.statsBase and counter.n >= counter.max and counter.added then
     -- Just filled: note it in the throttle's :full index; room returns no sooner than its earliest slot's
     -- start. (Swept first, so that what is written below is the swept count.)
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
     if counter.n >= counter.max then
-      rcall('ZADD', counter.statsBase .. ':full', 'GT', intArg(math.floor((counter.lo - 1) * counter.slot / 1000)), counter.bucket)
+      rcall('ZADD', counter.statsBase .. ':full', 'GT', intArg(math.floor((counter.lo - 1) * counter.g.slot / 1000)), counter.bucket)
     end
   end
   if counter.n <= 0 then
@@ -233,19 +240,19 @@ local function saveCounter(counter)
   -- Sized once: one save per bucket a delivery draws from.
   local fields = { 'h', string.format('%d %d %d %d', counter.n, counter.lo, counter.hi, counter.expiresAt), false, false, false, false }
   local count = 2
-  for k, added in pairs(counter.added) do
+  for k, added in pairs(counter.added or {}) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
     local field = intArg(k)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
-    local offset = value % counter.scale
+    local offset = value % counter.g.scale
     if added.offset > offset then offset = added.offset end
     fields[count + 1] = field
-    fields[count + 2] = intArg((math.floor(value / counter.scale) + added.count) * counter.scale + offset)
+    fields[count + 2] = intArg((math.floor(value / counter.g.scale) + added.count) * counter.g.scale + offset)
     count = count + 2
   end
   rcall('HSET', key, unpack(fields, 1, count))
-  if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.slot / 1000))) end
+  if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.g.slot / 1000))) end
   if counter.statsBase and counter.hi ~= counter.storedHi then
     -- When its last counted token is released, gathered per throttle and written in one ZADD by
     -- flushActiveIndexes (includes/throttleStats).
@@ -254,7 +261,7 @@ local function saveCounter(counter)
       pending = {}
       pendingActive[counter.statsBase] = pending
     end
-    pending[#pending + 1] = intArg(math.ceil(counter.hi * counter.slot / 1000))
+    pending[#pending + 1] = intArg(math.ceil(counter.hi * counter.g.slot / 1000))
     pending[#pending + 1] = counter.bucket
   end
 
