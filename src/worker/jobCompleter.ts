@@ -56,7 +56,7 @@ export class JobCompleter {
     try {
       if (together.length > 0) {
         const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), first[12], first[13]] as string[];
-        const args: (string | number)[] = [together.length];
+        const args: (string | number | Buffer)[] = [together.length];
         for (const p of together) {
           const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + 9);
           for (let i = 0; i < 9; i++) args.push(argValue(argv[i]));
@@ -84,8 +84,8 @@ function sharesKeys(args: Completion['args'], first: Completion['args']): boolea
 }
 
 /** As ioredis sends an argument (bullmq leaves "no fields to update" undefined). */
-function argValue(value: Completion['args'][number]): string | number {
+function argValue(value: Completion['args'][number]): string | number | Buffer {
   if (value === undefined || value === null) return '';
-  if (typeof value === 'boolean') return value ? '1' : '0';
-  return value as string | number;
+  if (typeof value === 'boolean') return String(value);
+  return value;
 }
