@@ -46,9 +46,8 @@ local function slotGeometry(windowMs)
   return geometry
 end
 
--- Every field in one constructor, so that the table is sized once (15 fields: 16 slots, half of what 17
--- would take): one is built per bucket a delivery draws from, and what a delivery leaves behind the
--- garbage collector has to sweep.
+-- Every field in one constructor, so that the table is sized once: 15 fields fit a table of 16 slots (17
+-- would take 32). One is built per bucket a delivery draws from, and Lua's collector sweeps them all.
 local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
   return {
     key = key, max = max, g = slotGeometry(windowMs),
@@ -134,7 +133,7 @@ end
 
 local function addToken(counter, grantUs, leaseMs)
   local k, offset = slotOf(counter, grantUs, leaseMs)
-  -- Made only once a token is added: most counters a delivery loads are for checking room.
+  -- Made only once a token is added: a counter loaded to check room (a refusal, a wake-up) adds none.
   if not counter.added then counter.added = {} end
   local added = counter.added[k]
   if added == nil then
