@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { LUA_DIR } from '../../src/lua/luaBundler';
+import { slotGeometry, SLOTS_PER_WINDOW, STEPS_PER_SLOT } from '../../src/admin/readCounter';
 
 function luaConstant(name: string): number {
   const source = readFileSync(join(LUA_DIR, 'includes', 'windowCounter.lua'), 'utf8');
@@ -15,12 +16,15 @@ export function slotsPerWindow(): number {
   return luaConstant('SLOTS_PER_WINDOW');
 }
 
-/** The counter's slot and offset step in us, as windowCounter.lua's slotGeometry works them out. */
+/**
+ * The counter's slot and offset step in us, and its scale: the admin's reading of the geometry
+ * (src/admin/readCounter.ts), once its constants are checked against the Lua's.
+ */
 export function slotGeometryUs(windowMs: number): { slotUs: number; stepUs: number; scale: number } {
-  const raw = Math.max(1, Math.floor((windowMs * 1000) / slotsPerWindow()));
-  const stepUs = Math.ceil(raw / luaConstant('STEPS_PER_SLOT'));
-  const slotUs = Math.floor(raw / stepUs) * stepUs;
-  return { slotUs, stepUs, scale: slotUs / stepUs + 1 };
+  if (slotsPerWindow() !== SLOTS_PER_WINDOW || luaConstant('STEPS_PER_SLOT') !== STEPS_PER_SLOT) {
+    throw new Error('src/admin/readCounter.ts no longer reads counters with the slots lua/includes/windowCounter.lua writes');
+  }
+  return slotGeometry(windowMs);
 }
 
 /**

@@ -3,13 +3,14 @@
  * count * scale + offset, its tokens released at (k - 1) * slot + offset * step us.
  */
 export const SLOTS_PER_WINDOW = 220;
-const STEPS_PER_SLOT = 1000;
+export const STEPS_PER_SLOT = 1000;
 
-/** A window's slot length and offset step, both in us, as windowCounter.lua's slotGeometry works them out. */
-export function slotGeometry(windowMs: number): { slotUs: number; stepUs: number } {
+/** A window's slot length and offset step (us), and the slot values' scale, as windowCounter.lua's slotGeometry works them out. */
+export function slotGeometry(windowMs: number): { slotUs: number; stepUs: number; scale: number } {
   const raw = Math.max(1, Math.floor((windowMs * 1000) / SLOTS_PER_WINDOW));
   const stepUs = Math.ceil(raw / STEPS_PER_SLOT);
-  return { slotUs: Math.floor(raw / stepUs) * stepUs, stepUs };
+  const slotUs = Math.floor(raw / stepUs) * stepUs;
+  return { slotUs, stepUs, scale: slotUs / stepUs + 1 };
 }
 
 export interface CounterReading {
@@ -20,8 +21,7 @@ export interface CounterReading {
 }
 
 export function readCounter(hash: Record<string, string>, max: number, windowMs: number, nowMs: number): CounterReading {
-  const { slotUs, stepUs } = slotGeometry(windowMs);
-  const scale = slotUs / stepUs + 1;
+  const { slotUs, stepUs, scale } = slotGeometry(windowMs);
   const live: { releaseUs: number; count: number }[] = [];
   for (const [field, raw] of Object.entries(hash)) {
     const k = Number(field);
