@@ -30,6 +30,8 @@ local SLOTS_PER_WINDOW = 220
 local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
+-- What a counter that has taken no token in this run has added (counter.added is false until it does).
+local NONE_ADDED = {}
 
 -- A slot's length in us (a whole number of steps), and its step, shared by the counters of one window.
 local STEPS_PER_SLOT = 1000
@@ -159,7 +161,7 @@ local function slotsInOrder(counter)
       slots[k] = { count = math.floor(value / counter.g.scale), releaseUs = releaseUsOf(counter, k, value) }
     end
   end
-  for k, added in pairs(counter.added or {}) do
+  for k, added in pairs(counter.added or NONE_ADDED) do
     local releaseUs = (k - 1) * counter.g.slot + added.offset * counter.g.step
     local slot = slots[k]
     if slot == nil then
@@ -239,7 +241,7 @@ local function saveCounter(counter)
   -- Sized once: one save per bucket a delivery draws from.
   local fields = { 'h', string.format('%d %d %d %d', counter.n, counter.lo, counter.hi, counter.expiresAt), false, false, false, false }
   local count = 2
-  for k, added in pairs(counter.added or {}) do
+  for k, added in pairs(counter.added or NONE_ADDED) do
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
     local field = intArg(k)
