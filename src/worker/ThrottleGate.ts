@@ -375,12 +375,13 @@ export class ThrottleGate {
     const roomInMs = next === undefined || reply === undefined ? undefined : next - reply.nowUs / 1000;
     let parkedNext = this.parked.count((request) => request.kind === 'next');
     const mayParkNext = Math.max(0, this.options.concurrency() - 1);
+    const mayWait = !this.closed && this.options.mayWait();
     let none: unknown[] | undefined;
     for (const p of pending) {
       const request = p.request;
       const short = roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && request.waits < MAX_SHORT_WAITS;
       const long = request.kind === 'next' && roomInMs !== undefined && roomInMs <= PARK_MS && parkedNext < mayParkNext;
-      if (!this.closed && (short || long) && this.options.mayWait()) {
+      if (mayWait && (short || long)) {
         if (request.kind === 'next') parkedNext++;
         request.waits++;
         this.parked.park(p, roomInMs!);
