@@ -43,7 +43,7 @@ for d = 1, deliveries do
   if fits then
     for j = 1, c do
       local counter = counters[tonumber(ARGV[at + j])]
-      addToken(counter, now, leaseMs)
+      addToken(counter, leaseMs)
     end
     reply[d + 1] = 0
   else

@@ -156,7 +156,7 @@ local function deliver(jobId, counters, buckets, held, inActive)
     return
   end
   if held then deliveredCount = deliveredCount + 1 end
-  for i = 1, #counters do addToken(counters[i], now, leaseMs) end
+  for i = 1, #counters do addToken(counters[i], leaseMs) end
   for i = 1, #buckets do noteDelivered(buckets[i]) end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
   lockOpts.token = ARGV[9 + #delivered / 2 + 1]

@@ -30,8 +30,6 @@ local SLOTS_PER_WINDOW = 220
 local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
 -- A sweep walks slot by slot over a short span, and reads the whole hash when that is cheaper.
 local WALK_LIMIT = 4
--- What a counter that has taken no token in this run has added (counter.added is false until it does).
-local NONE_ADDED = {}
 
 -- A slot's length in us (a whole number of steps), and its step, shared by the counters of one window.
 local STEPS_PER_SLOT = 1000
@@ -48,14 +46,15 @@ local function slotGeometry(windowMs)
   return geometry
 end
 
--- Every field in one constructor, so that the table is sized once: 15 fields fit a table of 16 slots (17
+-- Every field in one constructor, so that the table is sized once: 16 fields fit a table of 16 slots (17
 -- would take 32). One is built per bucket a delivery draws from, and Lua's collector sweeps them all.
+-- Tokens added in one run are all granted at nowUs with one lease, so they share one slot: added counts
+-- them, in slot addedK at offset addedOffset (both set by the first).
 local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
   return {
     key = key, max = max, g = slotGeometry(windowMs),
-    n = n, lo = lo, hi = hi, added = false, dirty = false, swept = false,
-    storedHi = hi, expiresAt = expiresAt, nowUs = nowUs,
-    roomAtUs = false, statsBase = false, bucket = false,
+    n = n, lo = lo, hi = hi, added = 0, addedK = false, addedOffset = false, dirty = false, swept = false,
+    storedHi = hi, expiresAt = expiresAt, nowUs = nowUs, statsBase = false, bucket = false,
   }
 end
 
@@ -133,18 +132,16 @@ local function hasRoom(counter)
   return counter.n < counter.max
 end
 
-local function addToken(counter, grantUs, leaseMs)
-  local k, offset = slotOf(counter, grantUs, leaseMs)
-  -- Made only once a token is added: a counter loaded to check room (a refusal, a wake-up) adds none.
-  if not counter.added then counter.added = {} end
-  local added = counter.added[k]
-  if added == nil then
-    counter.added[k] = { count = 1, offset = offset }
-  else
-    added.count = added.count + 1
-    if offset > added.offset then added.offset = offset end
-  end
+-- Counts one more token granted now (counter.nowUs) with lease leaseMs; every token a run adds to one
+-- counter is granted at that moment with that lease.
+local function addToken(counter, leaseMs)
   counter.n = counter.n + 1
+  if counter.added > 0 then
+    counter.added = counter.added + 1
+    return
+  end
+  local k, offset = slotOf(counter, counter.nowUs, leaseMs)
+  counter.added, counter.addedK, counter.addedOffset = 1, k, offset
   if counter.lo == nil or k < counter.lo then counter.lo = k end
   if counter.hi == nil or k > counter.hi then counter.hi = k end
   counter.dirty = true
@@ -161,13 +158,14 @@ local function slotsInOrder(counter)
       slots[k] = { count = math.floor(value / counter.g.scale), releaseUs = releaseUsOf(counter, k, value) }
     end
   end
-  for k, added in pairs(counter.added or NONE_ADDED) do
-    local releaseUs = (k - 1) * counter.g.slot + added.offset * counter.g.step
+  if counter.added > 0 then
+    local k = counter.addedK
+    local releaseUs = (k - 1) * counter.g.slot + counter.addedOffset * counter.g.step
     local slot = slots[k]
     if slot == nil then
-      slots[k] = { count = added.count, releaseUs = releaseUs }
+      slots[k] = { count = counter.added, releaseUs = releaseUs }
     else
-      slot.count = slot.count + added.count
+      slot.count = slot.count + counter.added
       if releaseUs > slot.releaseUs then slot.releaseUs = releaseUs end
     end
   end
@@ -178,22 +176,26 @@ local function slotsInOrder(counter)
 end
 
 -- The earliest time (us) at which the counter holds at most max - 1 tokens, given what is counted now.
--- A full counter takes no more tokens within a script, so its answer is worked out once per script.
+-- A full counter takes no more tokens within a script, so its answer is worked out once per script
+-- (kept here, not in the counter, which has no field to spare).
+local roomAtUsOf = {}
 local function roomAtUs(counter)
   if hasRoom(counter) then return 0 end
   local excess = counter.n - counter.max + 1
   if excess <= 0 then return 0 end
-  if counter.roomAtUs then return counter.roomAtUs end
-  counter.roomAtUs = counter.hi * counter.g.slot
+  local known = roomAtUsOf[counter]
+  if known then return known end
+  local at = counter.hi * counter.g.slot
   local released = 0
   for _, slot in ipairs(slotsInOrder(counter)) do
     released = released + slot.count
     if released >= excess then
-      counter.roomAtUs = slot.releaseUs
+      at = slot.releaseUs
       break
     end
   end
-  return counter.roomAtUs
+  roomAtUsOf[counter] = at
+  return at
 end
 
 -- Stops counting one token granted at grantUs; false when it was no longer counted.
@@ -223,7 +225,7 @@ end
 local function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
-  if counter.statsBase and counter.n >= counter.max and counter.added then
+  if counter.statsBase and counter.n >= counter.max and counter.added > 0 then
     -- Just filled: note it in the throttle's :full index; room returns no sooner than its earliest slot's
     -- start. (Swept first, so that what is written below is the swept count.)
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
@@ -238,21 +240,19 @@ local function saveCounter(counter)
   local expire = counter.expiresAt == nil or counter.hi > counter.expiresAt
   -- The key expires when its last slot is released: a bucket with nothing in its window holds no key.
   if expire then counter.expiresAt = counter.hi + EXPIRY_SLACK end
-  -- Sized once: one save per bucket a delivery draws from.
-  local fields = { 'h', string.format('%d %d %d %d', counter.n, counter.lo, counter.hi, counter.expiresAt), false, false, false, false }
-  local count = 2
-  for k, added in pairs(counter.added or NONE_ADDED) do
+  local header = string.format('%d %d %d %d', counter.n, counter.lo, counter.hi, counter.expiresAt)
+  if counter.added > 0 then
+    local k, scale = counter.addedK, counter.g.scale
+    local field = intArg(k)
     -- Past the highest stored slot there is nothing to merge with.
     local value = 0
-    local field = intArg(k)
     if counter.storedHi ~= nil and k <= counter.storedHi then value = tonumber(rcall('HGET', key, field)) or 0 end
-    local offset = value % counter.g.scale
-    if added.offset > offset then offset = added.offset end
-    fields[count + 1] = field
-    fields[count + 2] = intArg((math.floor(value / counter.g.scale) + added.count) * counter.g.scale + offset)
-    count = count + 2
+    local offset = value % scale
+    if counter.addedOffset > offset then offset = counter.addedOffset end
+    rcall('HSET', key, 'h', header, field, intArg((math.floor(value / scale) + counter.added) * scale + offset))
+  else
+    rcall('HSET', key, 'h', header)
   end
-  rcall('HSET', key, unpack(fields, 1, count))
   if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.g.slot / 1000))) end
   if counter.statsBase and counter.hi ~= counter.storedHi then
     -- When its last counted token is released, gathered per throttle and written in one ZADD by
