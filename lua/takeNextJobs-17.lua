@@ -116,26 +116,20 @@ local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
 local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
 local delivered, dropped, deliveredCount, freshHeld = {}, 0, 0, 0
 local waitingOn = {}
+local someWaiting
 
--- The buckets' counters, or nil and the bucket to wait on (with when it has room), or 'stale'.
+-- true and the buckets when every one has room, or nil and the bucket to wait on (with when it has
+-- room; the one whose room comes last), or 'stale'.
 local function checkBuckets(buckets)
-  if #buckets == 1 then
-    local own = bucketCounters(throttlePrefix, buckets[1], now)
+  local fullBucket, fullAtUs = nil, 0
+  for i = 1, #buckets do
+    local own = bucketCounters(throttlePrefix, buckets[i], now)
     if own == nil then return 'stale' end
     local roomAt = bucketRoomAtUs(own)
-    if roomAt > 0 then return nil, buckets[1], roomAt end
-    return own, buckets
-  end
-  local counters, fullBucket, fullAtUs = {}, nil, 0
-  for _, bucket in ipairs(buckets) do
-    local own = bucketCounters(throttlePrefix, bucket, now)
-    if own == nil then return 'stale' end
-    for _, counter in ipairs(own) do counters[#counters + 1] = counter end
-    local roomAt = bucketRoomAtUs(own)
-    if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, bucket end
+    if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
   end
   if fullBucket then return nil, fullBucket, fullAtUs end
-  return counters, buckets
+  return true, buckets
 end
 
 local function checkClass(member)
@@ -148,7 +142,7 @@ local lockOpts = { lockDuration = lockDuration, name = workerName }
 
 -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
 -- inActive: it is at the head of active already.
-local function deliver(jobId, counters, buckets, held, inActive)
+local function deliver(jobId, buckets, held, inActive)
   if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
     if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
@@ -156,8 +150,12 @@ local function deliver(jobId, counters, buckets, held, inActive)
     return
   end
   if held then deliveredCount = deliveredCount + 1 end
-  for i = 1, #counters do addToken(counters[i], leaseMs) end
-  for i = 1, #buckets do noteDelivered(buckets[i]) end
+  for i = 1, #buckets do
+    -- Loaded by checkBuckets: this finds them in bucketCounters' cache.
+    local counters = bucketCounters(throttlePrefix, buckets[i], now)
+    for j = 1, #counters do addToken(counters[j], leaseMs) end
+    noteDelivered(buckets[i])
+  end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
   lockOpts.token = ARGV[9 + #delivered / 2 + 1]
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
@@ -176,6 +174,7 @@ local function wait(member, order, bucket, atUs)
   noteWaiting(throttlePrefix, bucket, held)
   rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
+  someWaiting = true
 end
 
 -- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
@@ -208,8 +207,10 @@ local function jobHeadOf()
   if readyAt > #readyChunk then return nil end
   return readyChunk[readyAt], tonumber(readyChunk[readyAt + 1])
 end
--- Classes wait on buckets rarely: with none waiting, no job's class needs looking up.
+-- Classes wait on buckets rarely: with none waiting, no job's class needs looking up (someWaiting turns
+-- true once one waits in this run).
 local anyWaiting = rcall('HLEN', classStateKey) > 0
+someWaiting = anyWaiting
 
 local function waitingOnOf(member)
   local blockedOn = waitingOn[member]
@@ -243,11 +244,18 @@ local function freshHead(comesFirst)
     freshEnded = true
     return nil
   end
-  local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
-  local member, buckets
-  -- A job without a hash (removed) is the worker's classifier's to let go.
-  if fields[1] then member, buckets = classifyInLua(classSpec, gen, fields[1], fields[2]) end
-  if member == nil then
+  -- A job without a hash (removed) is the worker's classifier's to let go. (Every job hash has data.)
+  local name, dataText
+  if classSpec.needsName then
+    local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
+    name, dataText = fields[1], fields[2]
+  else
+    dataText = rcall('HGET', jobPrefix .. jobId, 'data')
+    name = dataText
+  end
+  local buckets
+  if name and dataText then buckets = classifyInLua(classSpec, name, dataText) end
+  if buckets == nil then
     if from == 'active' then
       rcall('LREM', activeKey, 1, jobId)
       rcall('RPUSH', waitKey, jobId)
@@ -255,8 +263,13 @@ local function freshHead(comesFirst)
     freshEnded, deferred = true, true
     return nil
   end
-  fresh = { id = jobId, member = member, buckets = buckets, from = from }
+  fresh = { id = jobId, buckets = buckets, from = from, member = false }
   return fresh
+end
+
+local function memberOf(job)
+  if not job.member then job.member = classMember(gen, job.buckets) end
+  return job.member
 end
 
 -- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
@@ -298,21 +311,21 @@ end
 
 -- A job straight from wait: delivered when its buckets have room, else held in its class.
 local function placeFresh(job)
-  local member = job.member
-  local blockedOn = waitingOnOf(member)
-  local counters, bucketsOrFull, fullAtUs
+  local blockedOn = someWaiting and waitingOnOf(memberOf(job))
+  local fits, bucketsOrFull, fullAtUs
   if not blockedOn then
-    counters, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
-    if counters ~= nil and counters ~= 'stale' then
-      deliver(job.id, counters, bucketsOrFull, false, job.from == 'active')
+    fits, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
+    if fits == true then
+      deliver(job.id, bucketsOrFull, false, job.from == 'active')
       return
     end
   end
+  local member = memberOf(job)
   if job.from == 'active' then rcall('LREM', activeKey, 1, job.id) end
   freshHeld = freshHeld + 1
   freshBudget = freshBudget - 1
   file(member, job.id, freshOrder(job))
-  if counters == 'stale' then
+  if fits == 'stale' then
     rcall('SADD', staleKey, member)
   elseif not blockedOn then
     wait(member, freshOrder(job), bucketsOrFull, fullAtUs)
@@ -343,35 +356,35 @@ while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
       file(member, jobId, order)
       budget = budget - 1
     else
-      local counters, bucketsOrFull, fullAtUs = checkClass(member)
-      if counters == 'stale' then
+      local fits, bucketsOrFull, fullAtUs = checkClass(member)
+      if fits == 'stale' then
         file(member, jobId, order)
         rcall('SADD', staleKey, member)
         budget = budget - 1
-      elseif counters == nil then
+      elseif fits == nil then
         file(member, jobId, order)
         wait(member, order, bucketsOrFull, fullAtUs)
         budget = budget - 1
       else
-        deliver(jobId, counters, bucketsOrFull, true)
+        deliver(jobId, bucketsOrFull, true)
       end
     end
   else
     if #classHead == 0 then break end
     local member, order = classHead[1], tonumber(classHead[2])
     local classKey = classJobsKey(queueBase, member)
-    local counters, bucketsOrFull, fullAtUs = checkClass(member)
-    if counters == 'stale' then
+    local fits, bucketsOrFull, fullAtUs = checkClass(member)
+    if fits == 'stale' then
       rcall('ZREM', readyClassesKey, member)
       rcall('SADD', staleKey, member)
       budget = budget - 1
-    elseif counters == nil then
+    elseif fits == nil then
       rcall('ZREM', readyClassesKey, member)
       wait(member, order, bucketsOrFull, fullAtUs)
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)
-      if #popped > 0 then deliver(popped[1], counters, bucketsOrFull, true) end
+      if #popped > 0 then deliver(popped[1], bucketsOrFull, true) end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then
         rcall('ZREM', readyClassesKey, member)

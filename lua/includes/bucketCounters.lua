@@ -16,7 +16,11 @@ local function throttleLimits(throttlePrefix, encodedName)
     for i = 1, #flat, 2 do
       -- Fields are window ms -> N, and v (the registry version they came from).
       local windowMs = tonumber(flat[i])
-      if windowMs then cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), windowText = flat[i] } end
+      if windowMs then
+        -- The counter key of bucket b is keyHead .. b .. keyTail (schedulerKeys counterKeyParts, once per limit).
+        local keyHead, keyTail = counterKeyParts(cached.base, flat[i])
+        cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keyHead = keyHead, keyTail = keyTail }
+      end
     end
     limitsCache[encodedName] = cached
   end
@@ -34,7 +38,7 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
   counters = {}
   for _, limit in ipairs(limits) do
     -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.
-    local counter = loadCounter(counterKey(limits.base, bucket.bucket, limit.windowText), limit.max, limit.windowMs, nowUs)
+    local counter = loadCounter(limit.keyHead .. bucket.bucket .. limit.keyTail, limit.max, limit.windowMs, nowUs)
     -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
     counter.statsBase, counter.bucket = limits.base, bucket.bucket
     counterList[#counterList + 1] = counter
@@ -59,8 +63,12 @@ end
 local function bucketRoomAtUs(counters)
   local at = 0
   for i = 1, #counters do
-    local roomAt = roomAtUs(counters[i])
-    if roomAt > at then at = roomAt end
+    local counter = counters[i]
+    -- Below its limit by its stored count, a counter has room (roomAtUs would say so too, at more cost).
+    if counter.n >= counter.max then
+      local roomAt = roomAtUs(counter)
+      if roomAt > at then at = roomAt end
+    end
   end
   return at
 end

@@ -10,9 +10,10 @@
   Paths that JavaScript would resolve differently from a plain table lookup (array indexes, `length`,
   prototype names) never reach a spec.
 
-  classifyInLua returns the class member and its buckets ({ id, name, bucket } each), or nil when the
-  job needs the TypeScript classifier: data that is not JSON, a key value that is not ASCII, not an
-  integer of at most 2^53, or an object. (There it is placed as before, with the warnings it logs.)
+  classifyInLua returns the job's buckets ({ id, name, bucket } each), or nil when the job needs the
+  TypeScript classifier: data that is not JSON, a key value that is not ASCII, not an integer of at most
+  2^53, or an object. (There it is placed as before, with the warnings it logs.) classMember names the
+  class of those buckets; it is built only when needed, as a job that goes at once needs no class name.
   Needs cjson (Redis's Lua has it).
 ]]
 local function parseClassSpec(text)
@@ -25,6 +26,9 @@ local function parseClassSpec(text)
     end
     -- An unkeyed throttle's one bucket, shared by every job (the delivery script only reads buckets).
     if throttle.k == nil then throttle.only = { id = throttle.n .. '=-', name = throttle.n, bucket = '-' } end
+    -- A key of one data field (the usual case) is read without walking a path.
+    local k = throttle.k
+    if k and #k == 1 and k[1][1] == 'data' and #k[1] == 2 then throttle.dataField = k[1][2] end
   end
   return spec
 end
@@ -73,7 +77,8 @@ local function keyPartSegment(part, name, data)
   return keyValueSegment(value)
 end
 
-local function classifyInLua(spec, gen, name, dataText)
+-- One job's buckets, or nil when the worker's classifier must place it.
+local function classifyInLua(spec, name, dataText)
   local data
   if spec.needsData then
     -- JSON.parse refuses raw control characters, hex, Infinity and NaN, which cjson would take. (%c
@@ -86,13 +91,23 @@ local function classifyInLua(spec, gen, name, dataText)
     if not ok then return nil end
     data = decoded
   end
-  local ids, buckets = {}, {}
+  local buckets = {}
   for t = 1, #spec do
     local throttle = spec[t]
     local keyParts, bucket = throttle.k, nil
+    local field = throttle.dataField
     if keyParts == nil then
       buckets[#buckets + 1] = throttle.only
-      ids[#ids + 1] = throttle.only.id
+    elseif field then
+      local value = nil
+      if type(data) == 'table' then value = data[field] end
+      -- Letters and digits (most ids) need no encoding.
+      if type(value) == 'string' and not string.find(value, '[^A-Za-z0-9]') then
+        bucket = 's' .. value
+      else
+        bucket = keyValueSegment(value)
+        if bucket == DEFER then return nil end
+      end
     elseif #keyParts == 1 then
       bucket = keyPartSegment(keyParts[1], name, data)
       if bucket == DEFER then return nil end
@@ -106,11 +121,16 @@ local function classifyInLua(spec, gen, name, dataText)
       if not missing then bucket = table.concat(segments, ',') end
     end
     if keyParts ~= nil and bucket == nil and not throttle.u then bucket = '~' end
-    if bucket then
-      local id = throttle.n .. '=' .. bucket
-      ids[#ids + 1] = id
-      buckets[#buckets + 1] = { id = id, name = throttle.n, bucket = bucket }
-    end
+    if bucket then buckets[#buckets + 1] = { id = throttle.n .. '=' .. bucket, name = throttle.n, bucket = bucket } end
   end
-  return gen .. '/' .. (#ids > 0 and table.concat(ids, '|') or '*'), buckets
+  return buckets
+end
+
+-- The class member of a job of config generation gen that draws from these buckets (in spec order).
+local function classMember(gen, buckets)
+  if #buckets == 0 then return gen .. '/*' end
+  if #buckets == 1 then return gen .. '/' .. buckets[1].id end
+  local ids = {}
+  for i = 1, #buckets do ids[i] = buckets[i].id end
+  return gen .. '/' .. table.concat(ids, '|')
 end

@@ -22,9 +22,10 @@ local function limitsKey(throttlePrefix, encodedName)
   return throttleBase(throttlePrefix, encodedName) .. ':limits'
 end
 
--- windowMs as the limits key spells it (a string, so that no number is formatted per delivery).
-local function counterKey(base, bucket, windowMs)
-  return base .. ':b:' .. bucket .. ':' .. windowMs
+-- A bucket's counter key for one limit is head .. bucket .. tail; windowMs as the limits key spells it (a
+-- string, so that no number is formatted per delivery).
+local function counterKeyParts(base, windowMs)
+  return base .. ':b:', ':' .. windowMs
 end
 
 -- "<gen>/<a>=<x>|<b>=<y>" -> gen, { { id = "a=x", name = "a", bucket = "x" }, ... }

@@ -8,5 +8,5 @@
 
 local spec = parseClassSpec(ARGV[1])
 local name = ARGV[5] == '1' and ARGV[3] or false
-local member = classifyInLua(spec, ARGV[2], name, ARGV[4])
-return member or false
+local buckets = classifyInLua(spec, name, ARGV[4])
+return buckets and classMember(ARGV[2], buckets) or false
