@@ -114,7 +114,10 @@ local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
 local gen = stateFields[1] or ''
 local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
 local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
-local delivered, dropped, deliveredCount, freshHeld = {}, 0, 0, 0
+-- The reply is built as jobs go: its first 9 entries are filled in at the end, jobs follow from the 10th.
+local REPLY_HEAD = 9
+local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+local delivered, dropped, deliveredCount, freshHeld = 0, 0, 0, 0
 local waitingOn = {}
 local someWaiting
 
@@ -157,10 +160,11 @@ local function deliver(jobId, buckets, held, inActive)
     noteDelivered(buckets[i])
   end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
-  lockOpts.token = ARGV[9 + #delivered / 2 + 1]
+  lockOpts.token = ARGV[10 + delivered]
   local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
-  delivered[#delivered + 1] = jobId
-  delivered[#delivered + 1] = prepared[1]
+  reply[REPLY_HEAD + 2 * delivered + 1] = jobId
+  reply[REPLY_HEAD + 2 * delivered + 2] = prepared[1]
+  delivered = delivered + 1
 end
 
 local function wait(member, order, bucket, atUs)
@@ -333,7 +337,7 @@ local function placeFresh(job)
 end
 
 local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
-while not isPausedOrMaxed and #delivered < 2 * wanted and budget > 0 do
+while not isPausedOrMaxed and delivered < wanted and budget > 0 do
   if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
   local entry, order = jobHeadOf()
   local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
@@ -407,7 +411,7 @@ if sequences then
 end
 
 local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
-if #delivered < 2 * wanted then
+if delivered < wanted then
   -- Some asked in vain: say when to look again.
   nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
   if not isPausedOrMaxed and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
@@ -419,6 +423,6 @@ if #delivered < 2 * wanted then
 end
 local unclassified = 0
 if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
-local reply = { now, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, #delivered / 2 }
-for _, value in ipairs(delivered) do reply[#reply + 1] = value end
+reply[1], reply[2], reply[3], reply[4], reply[5] = now, nextWakeUs, nextDelayedMs, unclassified, stale
+reply[6], reply[7], reply[8], reply[9] = dropped, gen, more, delivered
 return reply
