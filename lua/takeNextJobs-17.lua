@@ -117,7 +117,9 @@ local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
 -- The reply is built as jobs go: its first 9 entries are filled in at the end, jobs follow from the 10th.
 local REPLY_HEAD = 9
 local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-local delivered, dropped, deliveredCount, freshHeld = 0, 0, 0, 0
+-- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
+-- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
+local delivered, dropped, heldLeft, freshHeld = 0, 0, 0, 0
 local waitingOn = {}
 local someWaiting
 
@@ -148,11 +150,11 @@ local lockOpts = { lockDuration = lockDuration, name = workerName }
 local function deliver(jobId, buckets, held, inActive)
   if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
-    if rcall('SREM', removedHeldKey, jobId) == 0 then deliveredCount = deliveredCount + 1 end
+    if rcall('SREM', removedHeldKey, jobId) == 0 then heldLeft = heldLeft + 1 end
     dropped = dropped + 1
     return
   end
-  if held then deliveredCount = deliveredCount + 1 end
+  if held then heldLeft = heldLeft + 1 end
   for i = 1, #buckets do
     -- Loaded by checkBuckets: this finds them in bucketCounters' cache.
     local counters = bucketCounters(throttlePrefix, buckets[i], now)
@@ -249,16 +251,17 @@ local function freshHead(comesFirst)
     return nil
   end
   -- A job without a hash (removed) is the worker's classifier's to let go. (Every job hash has data.)
-  local name, dataText
+  local name, dataText, found
   if classSpec.needsName then
     local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
     name, dataText = fields[1], fields[2]
+    found = name and dataText
   else
     dataText = rcall('HGET', jobPrefix .. jobId, 'data')
-    name = dataText
+    found = dataText
   end
   local buckets
-  if name and dataText then buckets = classifyInLua(classSpec, name, dataText) end
+  if found then buckets = classifyInLua(classSpec, name, dataText) end
   if buckets == nil then
     if from == 'active' then
       rcall('LREM', activeKey, 1, jobId)
@@ -404,7 +407,7 @@ end
 if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
 saveBucketCounters()
 saveThrottleStats(throttlePrefix, nowMs)
-if freshHeld ~= deliveredCount then rcall('HINCRBY', stateKey, 'held', freshHeld - deliveredCount) end
+if freshHeld ~= heldLeft then rcall('HINCRBY', stateKey, 'held', freshHeld - heldLeft) end
 if sequences then
   if sequences.fifoUsed > 0 then rcall('HINCRBY', stateKey, 'fifo', sequences.fifoUsed) end
   if sequences.lifoUsed > 0 then rcall('HINCRBY', stateKey, 'lifo', sequences.lifoUsed) end
