@@ -46,6 +46,10 @@ const INTAKE_LEASE_MS = 30_000;
  * into small ones (measured with workerThroughput at concurrency 50: 1 in flight ~0.6 of plain bullmq,
  * 2 with a minimum of 24 ~0.75-0.8, 2 or 3 with any batch worse than 1).
  */
+// Completions waiting for their own call go just ahead of each delivery call (JobCompleter.flush): a slot's
+// next job is handed over only after its completion, so a completion that waited for the previous completion
+// call to return made the slot wait longer than its fetch did (measured: 1.8 ms against 1.5 ms; sending them
+// with the delivery call took workerThroughput at concurrency 50 from 0.66-0.82 to 0.85-1.14 of plain bullmq).
 const MAX_BATCH = 64;
 const MAX_CALLS_IN_FLIGHT = 2;
 const MIN_OVERLAPPING_BATCH = 24;
@@ -95,6 +99,7 @@ export class ThrottleGate {
   private rejectReady!: (error: Error) => void;
   private backend?: Backend;
   private runner?: ScriptRunner;
+  private completer?: JobCompleter;
   private registry?: DeclarationRegistry;
   private config?: QueueConfig;
   private readonly classifier: JobClassifier;
@@ -131,6 +136,7 @@ export class ThrottleGate {
     this.workerName = workerOptions.name ?? '';
     this.lockDuration = workerOptions.lockDuration ?? 30_000;
     const completer = new JobCompleter(b, () => this.runner, (jobId, args) => b.moveToFinished(jobId, args as Parameters<typeof b.moveToFinished>[1]));
+    this.completer = completer;
     const moveToFailed = b.moveToFailed.bind(b);
     const moveToDelayed = b.moveToDelayed.bind(b);
     const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
@@ -341,6 +347,7 @@ export class ThrottleGate {
     try {
       await this.ready;
       for (let round = 0; pending.length > 0 && !this.closed; round++) {
+        this.completer?.flush();
         reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
         if (reply.stale > 0) this.reclaimInBackground();
         if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');

@@ -19,7 +19,8 @@ const JOB_KEY = 11;
 
 /**
  * Completes a worker's jobs in batches (lua/completeJobs-n.lua, which runs the installed bullmq's own
- * moveToFinished once per job): completions that arrive while a call is in flight go together in the next.
+ * moveToFinished once per job): completions that arrive while a call is in flight go together in the next,
+ * or sooner, just ahead of the next delivery call (flush).
  * Each job is completed exactly as bullmq's backend would complete it without fetching a next job, and
  * fails with the same errors; an error one job's completion raises is that job's alone. Should a call fail
  * as a whole (the connection, say), each of its jobs is completed on its own through bullmq.
@@ -33,6 +34,15 @@ export class JobCompleter {
     /** bullmq's own moveToFinished call, for completions a batch could not make. */
     private readonly completeAlone: (jobId: string, args: Completion['args']) => Promise<unknown>,
   ) {}
+
+  /**
+   * Sends the completions waiting for a call now, whatever is in flight: a delivery call about to go then
+   * carries them just ahead of it on the same connection, so that a completion takes no longer than its
+   * slot's next fetch (which bullmq awaits after it).
+   */
+  flush(): void {
+    this.batcher.flush();
+  }
 
   async complete(...[job, returnValue, removeOnComplete, token]: CompleteArgs): Promise<Completed> {
     // As bullmq's moveToCompleted: a return value JSON cannot hold fails the completion.

@@ -34,15 +34,21 @@ export class RequestBatcher<Q, R> {
     this.pump();
   }
 
+  /** Serves every waiting request now, whatever is in flight (in calls of at most maxBatch). */
+  flush(): void {
+    while (this.pending.length > 0) this.start();
+  }
+
   private pump(): void {
-    for (;;) {
-      if (this.inFlight >= this.maxInFlight || this.pending.length < (this.inFlight === 0 ? 1 : this.minOverlappingBatch)) return;
-      this.inFlight++;
-      const batch = this.pending.splice(0, this.maxBatch);
-      void this.serve(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
+    while (this.inFlight < this.maxInFlight && this.pending.length >= (this.inFlight === 0 ? 1 : this.minOverlappingBatch)) this.start();
+  }
+
+  private start(): void {
+    this.inFlight++;
+    const batch = this.pending.splice(0, this.maxBatch);
+    void this.serve(batch).finally(() => {
+      this.inFlight--;
+      this.pump();
+    });
   }
 }

@@ -49,3 +49,23 @@ describe('RequestBatcher.resubmit', () => {
     expect(calls).toEqual([[1], [1, 2]]);
   });
 });
+
+describe('RequestBatcher.flush', () => {
+  it('serves every waiting request at once, beyond the calls in flight, in batches of at most maxBatch', async () => {
+    const calls: number[][] = [];
+    const finish: (() => void)[] = [];
+    const batcher = new RequestBatcher<number, number>((batch) => {
+      calls.push(batch.map((p) => p.request));
+      return new Promise<void>((resolve) => finish.push(() => { batch.forEach((p) => p.resolve(p.request)); resolve(); }));
+    }, 2, 1);
+    const all = [1, 2, 3, 4, 5, 6].map((n) => batcher.submit(n));
+    // One call in flight at most: the others wait for it.
+    expect(calls).toEqual([[1]]);
+    batcher.flush();
+    expect(calls).toEqual([[1], [2, 3], [4, 5], [6]]);
+    batcher.flush();
+    expect(calls).toHaveLength(4);
+    finish.forEach((f) => f());
+    expect(await Promise.all(all)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+});
