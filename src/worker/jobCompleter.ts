@@ -13,9 +13,10 @@ interface Completion {
 
 /** Most completions one call carries. */
 const MAX_BATCH = 64;
-/** moveToFinished's keys: the job's key is the 12th. */
+/** moveToFinished's keys (the job's key is the 12th, after it the metrics and marker keys) and arguments. */
 const KEY_COUNT = 14;
 const JOB_KEY = 11;
+const ARG_COUNT = 9;
 
 /**
  * Completes a worker's jobs in batches (lua/completeJobs-n.lua, which runs the installed bullmq's own
@@ -65,11 +66,11 @@ export class JobCompleter {
     const alone = batch.filter((p) => !together.includes(p));
     try {
       if (together.length > 0) {
-        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), first[12], first[13]] as string[];
+        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), ...first.slice(JOB_KEY + 1, KEY_COUNT)] as string[];
         const args: (string | number | Buffer)[] = [together.length];
         for (const p of together) {
-          const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + 9);
-          for (let i = 0; i < 9; i++) args.push(argValue(argv[i]));
+          const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + ARG_COUNT);
+          for (let i = 0; i < ARG_COUNT; i++) args.push(argValue(argv[i]));
         }
         const codes = (await runner!.run('completeJobs', keys, args)) as unknown[];
         together.forEach((p, i) => p.resolve(codes[i]));
