@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { encodeBucket } from '../../src/keys/keyEncoding';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
-import { slotGeometryUs } from './worstCaseCounter';
+import { counterHeader, slotGeometryUs } from './worstCaseCounter';
 
 /**
  * Writes, with pipelined ZADD/HSET, the state the delivery script keeps for a keyed throttle, exactly in
@@ -98,7 +98,7 @@ export function counterFields(grantsMs: readonly number[], windowMs: number): { 
   const ks = [...slots.keys()];
   const lo = Math.min(...ks);
   const hi = Math.max(...ks);
-  const fields: (string | number)[] = ['h', `${grantsMs.length} ${lo} ${hi} ${hi}`];
+  const fields: (string | number)[] = ['h', counterHeader(grantsMs.length, lo, hi, hi)];
   for (const [k, { count, offset }] of slots) fields.push(k, count * scale + offset);
   return { fields, expiresAtMs: Math.ceil((hi * slotUs) / 1000), earliestSlotStartMs: Math.floor(((lo - 1) * slotUs) / 1000) };
 }

@@ -35,6 +35,11 @@ export function mostReleaseIndices(max: number, windowMs: number): number {
   return Math.min(max, Math.ceil((windowMs * 1000) / slotGeometryUs(windowMs).slotUs) + 1);
 }
 
+/** A counter's header field h as windowCounter.lua's saveCounter writes it: "n lo hi x". */
+export function counterHeader(n: number, lo: number, hi: number, expirySlot: number): string {
+  return `${n} ${lo} ${hi} ${expirySlot}`;
+}
+
 /**
  * Writes, with HSET, the largest hash windowCounter.lua can leave for N per W: its header and the most
  * release indices, N tokens shared among them, each slot's value as wide as it can be. Resolves to the number of release-index fields.
@@ -44,7 +49,7 @@ export async function constructWorstCaseCounter(redis: Redis, key: string, max: 
   const { slotUs, scale } = slotGeometryUs(windowMs);
   const due = Math.floor((Number(seconds) * 1_000_000 + Number(micros)) / slotUs);
   const indices = mostReleaseIndices(max, windowMs);
-  const fields: (string | number)[] = ['h', `${max} ${due + 1} ${due + indices} ${due + indices + Math.floor(slotsPerWindow() / 4)}`];
+  const fields: (string | number)[] = ['h', counterHeader(max, due + 1, due + indices, due + indices + Math.floor(slotsPerWindow() / 4))];
   for (let i = 0; i < indices; i++) {
     const count = Math.floor(((i + 1) * max) / indices) - Math.floor((i * max) / indices);
     // Stored as count * scale + the slot's latest release offset (steps): the widest value.
