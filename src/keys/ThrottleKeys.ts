@@ -76,6 +76,7 @@ export class ThrottleKeys {
       intake: `${base}:intake`,
       removedHeld: `${base}:removed-held`,
       blockedSince: `${base}:blocked-since`,
+      refusedTokens: `${base}:refused-tokens`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
     };
@@ -104,6 +105,8 @@ export interface QueueThrottleKeys {
   readonly removedHeld: string;
   /** ZSET class -> ms (Redis clock) it began to wait on a full bucket. */
   readonly blockedSince: string;
+  /** SET of lock tokens whose job's completion Redis refused: the delivery script fetches no next job for them. */
+  readonly refusedTokens: string;
   /** ZSET job id -> order: the jobs of one class (the set of buckets they draw from) that met a full bucket. */
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */

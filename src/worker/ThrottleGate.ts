@@ -110,6 +110,8 @@ export class ThrottleGate {
   private closed = false;
   private workerName = '';
   private lockDuration = 30_000;
+  /** The worker's bullmq `limiter` option: the delivery script applies it as bullmq's moveToActive does. */
+  private limiter?: { max: number; duration: number };
   /** The registry as last read: the plain-worker check compares against it. */
   private liveEntries: RegistryEntry[] = [];
 
@@ -130,21 +132,24 @@ export class ThrottleGate {
   }
 
   /** Wraps a freshly built bullmq Redis backend so that every delivery goes through the throttles. */
-  attach(backend: RedisQueueBackend, workerOptions: { name?: string; lockDuration?: number }): RedisQueueBackend {
+  attach(backend: RedisQueueBackend, workerOptions: { name?: string; lockDuration?: number; limiter?: { max: number; duration: number } }): RedisQueueBackend {
     const b = backend as Backend;
     this.backend = b;
     this.workerName = workerOptions.name ?? '';
     this.lockDuration = workerOptions.lockDuration ?? 30_000;
-    const completer = new JobCompleter(b, () => this.runner, (jobId, args) => b.moveToFinished(jobId, args as Parameters<typeof b.moveToFinished>[1]));
+    this.limiter = workerOptions.limiter;
+    const completer = new JobCompleter(b, () => this.runner, this.queueKeys.refusedTokens,
+      (jobId, args) => b.moveToFinished(jobId, args as Parameters<typeof b.moveToFinished>[1]));
     this.completer = completer;
     const moveToFailed = b.moveToFailed.bind(b);
     const moveToDelayed = b.moveToDelayed.bind(b);
     const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
     b.moveToActive = (token: string, name?: string) => this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName, 'fetch');
     // The next fetch goes out right behind the completion on the same connection (one round trip, not
-    // two). Should the completion fail, the fetched job stays locked in active until bullmq's stalled
-    // check hands it back, as any job of a crashed worker. When ThrottledWorker expects it, the completion
-    // is reported without waiting for the next job, which it then takes with takeHandover.
+    // two). Should Redis refuse the completion, the delivery script fetches nothing for its slot (the
+    // completion marks the slot's token refused first: lua/completeJobs-n.lua), as bullmq fetches only after
+    // a completion that succeeded. When ThrottledWorker expects it, the completion is reported without
+    // waiting for the next job, which it then takes with takeHandover.
     const finishThenFetch = async <T extends { result?: unknown }>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> => {
       const handOver = this.handoversExpected.delete(token);
       if (!fetchesNext(fetchNext)) return finishing;
@@ -166,8 +171,12 @@ export class ThrottleGate {
     // Completions go in batches through the installed bullmq's moveToFinished (JobCompleter).
     b.moveToCompleted = ((job, returnValue, removeOnComplete, token, fetchNext) =>
       finishThenFetch(completer.complete(job, returnValue, removeOnComplete, token, false), token, fetchNext)) as typeof b.moveToCompleted;
-    b.moveToFailed = ((job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) =>
-      finishThenFetch(moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate), token, fetchNext)) as typeof b.moveToFailed;
+    // Failures are not batched, so no refused-token check covers them: the fetch waits for the failure to
+    // be recorded (one more round trip, on failures only).
+    b.moveToFailed = (async (job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) => {
+      const failed = await moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate);
+      return finishThenFetch(Promise.resolve(failed), token, fetchNext);
+    }) as typeof b.moveToFailed;
     b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {
       const result = await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false });
       return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName, 'fetch') : result;
@@ -348,7 +357,13 @@ export class ThrottleGate {
       await this.ready;
       for (let round = 0; pending.length > 0 && !this.closed; round++) {
         this.completer?.flush();
-        reply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
+        const taken: TakeReply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
+        reply = taken;
+        // Slots whose completion Redis refused get nothing: their completion's error is what bullmq sees.
+        if (taken.refused.size > 0) {
+          pending.filter((_, i) => taken.refused.has(i)).forEach((p) => p.resolve(raw2NextJobData(0 as unknown as unknown[])));
+          pending = pending.filter((_, i) => !taken.refused.has(i));
+        }
         if (reply.stale > 0) this.reclaimInBackground();
         if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
         // Another worker published a new generation (a throttle came or went): catch up and reclassify.
@@ -358,6 +373,8 @@ export class ThrottleGate {
         pending = pending.slice(reply.jobs.length);
         // bullmq's main loop found a job: it woke for a new one, or room came back; waiting slots look too.
         if (this.parked.size > 0 && served.some((p) => p.request.kind === 'fetch')) this.parked.wake();
+        // bullmq's own rate limit is full: the rest go back to bullmq, which waits it out as it would.
+        if (reply.rateLimitMs > 0) break;
         if (reply.unclassified > 0 && !this.closed) {
           if (pending.length === 0) {
             // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
@@ -382,8 +399,8 @@ export class ThrottleGate {
     const roomInMs = next === undefined || reply === undefined ? undefined : next - reply.nowUs / 1000;
     let parkedNext = this.parked.count((request) => request.kind === 'next');
     const mayParkNext = Math.max(0, this.options.concurrency() - 1);
-    const mayWait = !this.closed && this.options.mayWait();
-    let none: unknown[] | undefined;
+    const mayWait = !this.closed && this.options.mayWait() && !(reply && reply.rateLimitMs > 0);
+    const none: Partial<Record<DeliveryRequest['kind'], unknown[]>> = {};
     for (const p of pending) {
       const request = p.request;
       const short = roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && request.waits < MAX_SHORT_WAITS;
@@ -393,16 +410,29 @@ export class ThrottleGate {
         request.waits++;
         this.parked.park(p, roomInMs!);
       } else {
-        none ??= raw2NextJobData([0, 0, 0, reply && !this.closed ? this.localDelayUntil(reply) : 0]);
-        p.resolve(none);
+        p.resolve(none[request.kind] ??= this.noJob(request.kind, reply));
       }
     }
+  }
+
+  /**
+   * What bullmq itself answers when there is no job: a main-loop fetch gets [null, 0, rateLimitDelay,
+   * delayUntil] (moveToActive's reply); a next fetch after a completion or failure gets the same when bullmq's
+   * limiter is full or there is a time to look again (a delayed job, or here a full bucket's room), and []
+   * when there is nothing to wait for (moveToFinished's reply).
+   */
+  private noJob(kind: DeliveryRequest['kind'], reply: TakeReply | undefined): unknown[] {
+    if (reply && reply.rateLimitMs > 0) return raw2NextJobData([0, 0, reply.rateLimitMs, 0]);
+    const delayUntil = reply && !this.closed ? this.localDelayUntil(reply) : 0;
+    if (kind === 'next' && delayUntil === 0) return raw2NextJobData(0 as unknown as unknown[]);
+    return raw2NextJobData([0, 0, 0, delayUntil]);
   }
 
   private takeNext(tokens: string[], name: string): Promise<TakeReply> {
     return takeNextJobs(this.runner!, {
       bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
       lockDuration: this.lockDuration, leaseMs: this.options.leaseMs, workerName: name, gen: this.config?.gen ?? '', tokens,
+      limiter: this.limiter,
     });
   }
 

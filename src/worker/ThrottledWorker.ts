@@ -116,6 +116,21 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     }
   }
 
+  /**
+   * As Worker's. A blocking call blocks as bullmq's does (until a job can go, or for drainDelay): a wake-up
+   * that finds no job (the throttle layer wakes blocked workers when its config changes or a bucket has
+   * room again, through the queue's marker) does not end it early.
+   */
+  override async getNextJob(token: string, { block = true }: { block?: boolean } = {}): Promise<Job<DataType, ResultType, NameType>> {
+    // bullmq blocks only once the worker has drained (its first call looks without blocking).
+    const blocks = block && (this as unknown as { drained: boolean }).drained;
+    const until = Date.now() + this.opts.drainDelay! * 1000;
+    for (;;) {
+      const job = await super.getNextJob(token, { block });
+      if (job || !blocks || this.closing || this.isPaused() || Date.now() >= until) return job;
+    }
+  }
+
   /** As Worker's; slots waiting for room give up their wait first, so that pausing does not wait for room. */
   override async pause(doNotWaitActive?: boolean): Promise<void> {
     const pausing = super.pause(doNotWaitActive);

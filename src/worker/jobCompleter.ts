@@ -32,6 +32,8 @@ export class JobCompleter {
   constructor(
     private readonly backend: RedisQueueBackend,
     private readonly runner: () => ScriptRunner | undefined,
+    /** Where a refused completion's token goes, so that the slot's next fetch gets no job (see lua/completeJobs-n.lua). */
+    private readonly refusedTokensKey: string,
     /** bullmq's own moveToFinished call, for completions a batch could not make. */
     private readonly completeAlone: (jobId: string, args: Completion['args']) => Promise<unknown>,
   ) {}
@@ -66,7 +68,7 @@ export class JobCompleter {
     const alone = batch.filter((p) => !together.includes(p));
     try {
       if (together.length > 0) {
-        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), ...first.slice(JOB_KEY + 1, KEY_COUNT)] as string[];
+        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), ...first.slice(JOB_KEY + 1, KEY_COUNT), this.refusedTokensKey] as string[];
         const args: (string | number | Buffer)[] = [together.length];
         for (const p of together) {
           const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + ARG_COUNT);

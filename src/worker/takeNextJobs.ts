@@ -4,7 +4,7 @@ import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 /** Refusals one delivery call may spend before handing the rest to the next call. */
 const REFUSALS_PER_CALL = 32;
 
-/** What the delivery script (lua/takeNextJobs-17.lua) answers. */
+/** What the delivery script (lua/takeNextJobs-19.lua) answers. */
 export interface TakeReply {
   nowUs: number;
   nowMs: number;
@@ -17,6 +17,11 @@ export interface TakeReply {
   gen: string;
   /** The call ran out of budget with jobs still to look at. */
   more: boolean;
+  /** How long bullmq's own rate limit has no room (ms; 0: it has, or there is none). */
+  rateLimitMs: number;
+  /** Positions in `tokens` of slots whose completion was refused: they get no job. */
+  refused: Set<number>;
+  /** Delivered jobs, in the order of the tokens not refused. */
   jobs: { id: string; fields: string[] }[];
 }
 
@@ -28,6 +33,8 @@ export interface TakeCall {
   lockDuration: number;
   leaseMs: number;
   workerName: string;
+  /** The worker's bullmq `limiter` option, if any. */
+  limiter?: { max: number; duration: number };
   /** The config generation the worker holds ('' before it has one). */
   gen: string;
   /** One lock token per slot asking: up to that many jobs are delivered. */
@@ -41,13 +48,18 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
   const raw = (await runner.run('takeNextJobs', [
     keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
     q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
+    keys.limiter, q.refusedTokens,
   ], [
     keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
-    call.gen, call.tokens.length, ...call.tokens,
+    call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', call.tokens.length, ...call.tokens,
   ])) as unknown[];
   const count = Number(raw[8]);
+  const refusedCount = Number(raw[10]);
+  const refused = new Set<number>();
+  for (let i = 0; i < refusedCount; i++) refused.add(Number(raw[11 + i]) - 1);
+  const first = 11 + refusedCount;
   const jobs: TakeReply['jobs'] = [];
-  for (let i = 0; i < count; i++) jobs.push({ id: String(raw[9 + 2 * i]), fields: raw[10 + 2 * i] as string[] });
+  for (let i = 0; i < count; i++) jobs.push({ id: String(raw[first + 2 * i]), fields: raw[first + 1 + 2 * i] as string[] });
   return {
     nowUs: Number(raw[0]),
     nowMs: Math.floor(Number(raw[0]) / 1000),
@@ -58,6 +70,8 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
     dropped: Number(raw[5]),
     gen: String(raw[6]),
     more: Number(raw[7]) === 1,
+    rateLimitMs: Number(raw[9]),
+    refused,
     jobs,
   };
 }

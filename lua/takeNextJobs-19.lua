@@ -16,6 +16,14 @@
   cannot is held as above. Otherwise, and for any job that needs it, the worker classifies them first
   (intakeJobs, classifyJobs).
 
+  bullmq's own rate limit is one more limit, checked and counted as bullmq's moveToActive does: the
+  queue's global rate limit (meta max/duration, queue.setGlobalRateLimit) or the worker's `limiter`
+  option, a fixed window in the limiter key, also set by rateLimit(ms). While it has no room nothing is
+  delivered and the reply says for how long (as bullmq's {0, 0, ttl, 0}); each delivery counts in it.
+
+  A slot whose completion was refused (completeJobs adds its token to refused-tokens) gets no job, as
+  bullmq fetches a next job only after a completion that succeeded.
+
   Input:
     KEYS[1]  wait          KEYS[6]  meta          KEYS[11] wakeups        (ZSET bucket id -> us)
     KEYS[2]  active        KEYS[7]  pc            KEYS[12] state          (HASH gen, held, ...)
@@ -24,6 +32,8 @@
     KEYS[5]  delayed       KEYS[10] ready-classes KEYS[15] class-state    (HASH class -> bucket id)
                                                  KEYS[16] removed-held   (SET, see forgetRemovedJobs)
                                                  KEYS[17] blocked-since  (ZSET class -> ms it began to wait)
+                                                 KEYS[18] limiter        (bullmq's rate limiter STRING)
+                                                 KEYS[19] refused-tokens (SET, see completeJobs)
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")
     ARGV[2]  lockDuration (ms)   ARGV[3] worker name ('' for none)
     ARGV[4]  queue base of our keys     ARGV[5] throttle key prefix
@@ -31,19 +41,23 @@
     ARGV[8]  the config generation the calling worker holds: it classifies new jobs here only when that is
              the queue's (a worker whose own declarations are not in the published config yet, or that
              read the registry after another, leaves them to be classified once they agree)
-    ARGV[9]  K, then K lock tokens: up to K jobs are delivered, the i-th locked with the i-th token
+    ARGV[9]  the worker's limiter max ('' for none)    ARGV[10] its limiter duration (ms; '' for none)
+    ARGV[11] K, then K lock tokens: up to K jobs are delivered, each locked with the next token not refused
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Class and bucket keys are composed from ARGV[4] and ARGV[5] (includes/schedulerKeys), as bullmq
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
 
   Output:
-    { nowUs, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, id_1, job_1, ..., id_n, job_n }
+    { nowUs, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, rateLimitMs, r,
+      refused_1, ..., refused_r, id_1, job_1, ..., id_n, job_n }
     nextWakeUs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
     both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized that the
     worker must classify (0 while this script classifies them); more: 1 when the budget ran out with
     jobs still to look at (call again); stale: classes of an older config generation; dropped: held ids whose job had been
-    removed; gen: the queue's config generation; job_i: the job hash as HGETALL pairs.
+    removed; gen: the queue's config generation; rateLimitMs: how long bullmq's rate limit has no room
+    (0: it has, or there is none); refused_i: the positions (1..K) of tokens whose completion was refused,
+    which got no job; job_i: the job hash as HGETALL pairs, locked with the i-th token not refused.
 ]]
 local rcall = redis.call
 
@@ -58,26 +72,46 @@ local rcall = redis.call
 --- @include "bullmq/includes/getQueueMetadata"
 --- @include "bullmq/includes/getNextDelayedTimestamp"
 --- @include "bullmq/includes/promoteDelayedJobs"
+--- @include "bullmq/includes/getRateLimitTTL"
 --- @include "bullmq/includes/prepareJobForProcessing"
 
 local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local classesKey, staleKey, classStateKey, removedHeldKey, blockedSinceKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
+local limiterKey, refusedKey = KEYS[18], KEYS[19]
 local jobPrefix = ARGV[1]
 local lockDuration = ARGV[2]
 local workerName = ARGV[3] ~= '' and ARGV[3] or nil
 local queueBase, throttlePrefix = ARGV[4], ARGV[5]
 local budget, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
 local callerGen = ARGV[8]
-local wanted = tonumber(ARGV[9])
+local workerLimiterMax, workerLimiterMs = tonumber(ARGV[9]), tonumber(ARGV[10])
+local K = tonumber(ARGV[11])
+
+-- Slots whose completion was refused are left out; the others are served in order.
+local tokens, refused = {}, {}
+if rcall('EXISTS', refusedKey) == 1 then
+  for i = 1, K do
+    local token = ARGV[11 + i]
+    if rcall('SREM', refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
+  end
+else
+  for i = 1, K do tokens[i] = ARGV[11 + i] end
+end
+local wanted = #tokens
 
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local nowMsArg = intArg(nowMs)
 
-local isPausedOrMaxed = getQueueMetadata(metaKey, activeKey, waitKey)
+local isPausedOrMaxed, rateLimitMax, rateLimitDuration = getQueueMetadata(metaKey, activeKey, waitKey)
 promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
+-- As bullmq's moveToActive reads them: the queue's global max before the worker's, the worker's
+-- duration before the queue's.
+local limiterMax = tonumber(rateLimitMax) or workerLimiterMax
+local limiterMs = workerLimiterMs or tonumber(rateLimitDuration)
+local rateLimitMs = getRateLimitTTL(limiterMax, limiterKey)
 
 -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
 local WAKE_BATCH_MAX = 64
@@ -114,9 +148,10 @@ local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
 local gen = stateFields[1] or ''
 local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
 local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
--- The reply is built as jobs go: its first 9 entries are filled in at the end, jobs follow from the 10th.
-local REPLY_HEAD = 9
-local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+-- The reply is built as jobs go: its head is filled in at the end, refused slots and then jobs follow it.
+local REPLY_HEAD = 11 + #refused
+local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, #refused }
+for i = 1, #refused do reply[11 + i] = refused[i] end
 -- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
 -- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
 local delivered, dropped, heldLeft, freshHeld = 0, 0, 0, 0
@@ -162,11 +197,13 @@ local function deliver(jobId, buckets, held, inActive)
     noteDelivered(buckets[i])
   end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
-  lockOpts.token = ARGV[10 + delivered]
-  local prepared = prepareJobForProcessing(jobPrefix, nil, eventsKey, jobId, nowMsArg, nil, nil, markerKey, lockOpts)
+  lockOpts.token = tokens[delivered + 1]
+  local prepared = prepareJobForProcessing(jobPrefix, limiterKey, eventsKey, jobId, nowMsArg, limiterMax, limiterMs, markerKey, lockOpts)
   reply[REPLY_HEAD + 2 * delivered + 1] = jobId
   reply[REPLY_HEAD + 2 * delivered + 2] = prepared[1]
   delivered = delivered + 1
+  -- bullmq's limiter took this delivery: once full, nothing more goes.
+  if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, limiterKey) end
 end
 
 local function wait(member, order, bucket, atUs)
@@ -340,7 +377,7 @@ local function placeFresh(job)
 end
 
 local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
-while not isPausedOrMaxed and delivered < wanted and budget > 0 do
+while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget > 0 do
   if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
   local entry, order = jobHeadOf()
   local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
@@ -417,7 +454,7 @@ local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if delivered < wanted then
   -- Some asked in vain: say when to look again.
   nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
-  if not isPausedOrMaxed and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
+  if not isPausedOrMaxed and rateLimitMs == 0 and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
       or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
     nextWakeUs, more = now, 1
   end
@@ -427,5 +464,5 @@ end
 local unclassified = 0
 if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
 reply[1], reply[2], reply[3], reply[4], reply[5] = now, nextWakeUs, nextDelayedMs, unclassified, stale
-reply[6], reply[7], reply[8], reply[9] = dropped, gen, more, delivered
+reply[6], reply[7], reply[8], reply[9], reply[10] = dropped, gen, more, delivered, rateLimitMs
 return reply

@@ -1,0 +1,125 @@
+import { Job, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Throttle } from '../../src';
+import { newRedis } from '../support/redis';
+import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
+
+/**
+ * bullmq's own behaviour, kept by ThrottledWorker with throttles that never bind: each case is one that
+ * bullmq's test suite found different before (issue 10), and how a plain Worker behaves in it.
+ */
+describe('ThrottledWorker keeps bullmq behaviour', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  const roomy = () => [Throttle.named('roomy').limit(10_000, '1s')];
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('bullmq-behaviour');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  it('no fetch behind a refused completion: the stalled job completes on its next delivery and no other job is left in active', async () => {
+    const queue = bed.queue('refused');
+    const key = (suffix: string) => `${bed.prefix}:refused:${suffix}`;
+    await queue.add('first', {}, { jobId: 'a' });
+    const calls: string[] = [];
+    let added = false;
+    bed.worker('refused', async (job) => {
+      calls.push(String(job.id));
+      if (job.id === 'a' && !added) {
+        added = true;
+        // As bullmq's stalled check does with a job whose lock expired: the lock is gone and the job is
+        // back in wait. Another job waits behind it, for a next fetch to take.
+        await redis.multi().del(key('a:lock')).lrem(key('active'), 1, 'a').rpush(key('wait'), 'a').exec();
+        await queue.add('second', {}, { jobId: 'b' });
+      }
+      return 'done';
+    }, { concurrency: 1, throttles: roomy() });
+    await waitFor(async () => (await queue.getJobState('a')) !== 'active' && (await queue.getCompletedCount()) === 2, 15_000, 'both jobs completed');
+    expect(await queue.getJobState('a')).toBe('completed');
+    expect(await queue.getJobState('b')).toBe('completed');
+    expect(calls.filter((id) => id === 'a')).toHaveLength(2);
+    expect(calls.filter((id) => id === 'b')).toHaveLength(1);
+    expect(await redis.llen(key('active'))).toBe(0);
+  });
+
+  it("bullmq rate limit: the worker's limiter option holds throttled deliveries to its fixed window", async () => {
+    const queue = bed.queue('limiter');
+    await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'job', data: { i } })));
+    const started: number[] = [];
+    bed.worker('limiter', async (job: Job) => { started.push(job.processedOn!); }, {
+      concurrency: 5, throttles: roomy(), limiter: { max: 2, duration: 1000 },
+    });
+    await waitFor(() => started.length >= 3, 15_000, 'a third delivery');
+    started.sort((a, b) => a - b);
+    // The window opens with the first delivery and holds 2 (bullmq's limiter is a fixed window from it).
+    expect(started.filter((t) => t < started[0] + 1000)).toHaveLength(2);
+  });
+
+  it('bullmq rate limit: queue.setGlobalRateLimit applies to every throttled worker of the queue', async () => {
+    const queue = bed.queue('global');
+    await queue.setGlobalRateLimit(1, 1000);
+    await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'job', data: { i } })));
+    const started: number[] = [];
+    for (let w = 0; w < 2; w++) {
+      bed.worker('global', async (job: Job) => { started.push(job.processedOn!); }, { concurrency: 4, throttles: roomy() });
+    }
+    await waitFor(() => started.length >= 2, 15_000, 'a second delivery');
+    started.sort((a, b) => a - b);
+    expect(started.filter((t) => t < started[0] + 1000)).toHaveLength(1);
+  });
+
+  it("bullmq rate limit: worker.rateLimit(ms) with Worker.RateLimitError holds back the queue's other workers too", async () => {
+    const queue = bed.queue('manual');
+    await queue.add('limits', {}, { jobId: 'trigger' });
+    const started: { id: string; at: number }[] = [];
+    let limitedAt = 0;
+    const limiter = { max: 1000, duration: 1000 };
+    const first: Worker = bed.worker('manual', async (job: Job) => {
+      if (job.id === 'trigger' && limitedAt === 0) {
+        await first.rateLimit(1500);
+        limitedAt = await redisNowMs(redis);
+        await queue.addBulk(Array.from({ length: 4 }, (_, i) => ({ name: 'after', data: { i } })));
+        throw Worker.RateLimitError();
+      }
+      started.push({ id: String(job.id), at: job.processedOn! });
+    }, { concurrency: 2, throttles: roomy(), limiter });
+    await waitFor(() => limitedAt > 0, 10_000, 'the rate limit');
+    bed.worker('manual', async (job: Job) => { started.push({ id: String(job.id), at: job.processedOn! }); }, { concurrency: 2, throttles: roomy(), limiter });
+    await waitFor(() => started.length >= 5, 15_000, 'every job after the limit');
+    for (const { at } of started) expect(at).toBeGreaterThanOrEqual(limitedAt + 1400);
+    expect(started.map((s) => s.id)).toContain('trigger');
+  });
+
+  it('getNextJob blocks until a job can go, past the wake-ups of a throttle config', async () => {
+    const queue = bed.queue('blocking');
+    const worker = bed.worker('blocking', null, { throttles: roomy(), drainDelay: 3 });
+    await worker.waitUntilReady();
+    // bullmq's first call looks without blocking and finds the queue drained.
+    expect(await worker.getNextJob('token-1')).toBeUndefined();
+    const adding = new Promise<void>((resolve) => setTimeout(() => { void queue.add('late', {}).then(() => resolve()); }, 400));
+    const job = await worker.getNextJob('token-1');
+    await adding;
+    expect(job?.name).toBe('late');
+    await job!.moveToCompleted('ok', 'token-1', false);
+  });
+
+  it('moveToFailed and moveToCompleted with fetchNext answer [] when nothing is left to fetch, as bullmq does', async () => {
+    const queue = bed.queue('answers');
+    await queue.add('fails', {});
+    await queue.add('completes', {});
+    const worker = bed.worker('answers', null, { throttles: roomy() });
+    await worker.waitUntilReady();
+    const failing = await worker.getNextJob('token-f');
+    const completing = await worker.getNextJob('token-c');
+    expect([failing?.name, completing?.name].sort()).toEqual(['completes', 'fails']);
+    const [toFail, toComplete] = failing!.name === 'fails' ? [failing!, completing!] : [completing!, failing!];
+    const tokenOf = (job: Job) => (job === failing ? 'token-f' : 'token-c');
+    expect(await toFail.moveToFailed(new Error('boom'), tokenOf(toFail), true)).toEqual([]);
+    expect(await toComplete.moveToCompleted('ok', tokenOf(toComplete), true)).toEqual([]);
+    expect(await queue.getJobCounts('failed', 'completed', 'active')).toEqual({ failed: 1, completed: 1, active: 0 });
+  });
+});
