@@ -27,28 +27,41 @@ function keepsPausedList(): boolean {
   return Number(installedBullmqVersion().split('.')[0]) < 6;
 }
 
-/**
- * Puts every job the throttle layer holds for `queue` back into bullmq's lists, in queue order, in bounded
- * batches, unless (or from the moment) a live worker declares throttles on the queue. The queue's scheduler
- * state goes once nothing is held.
- */
-export async function releaseHeldJobs(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseOutcome> {
+export interface ReleaseBatch {
+  /** 'done': nothing held any more; 'more': call again; 'declared': a live worker declares the queue, nothing moved. */
+  status: 'done' | 'more' | 'declared';
+  released: number;
+  /** Jobs still held or in intake. */
+  left: number;
+}
+
+/** One bounded step of a release (lua/releaseHeld-19.lua): at most `batch` jobs move. */
+export async function releaseHeldBatch(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseBatch> {
   const b = new QueueKeys(keys.prefix).getKeys(queue);
   const q = keys.queue(queue);
-  // Removals seen now are counted out once, before the jobs are looked at.
-  await forgetRemovedJobs(runner, b.events, q);
   const scriptKeys = [
     b.wait, b.paused, b.prioritized, b.meta, b.active, b.pc, b.marker,
     q.state, q.intake, q.readyJobs, q.classes, q.classState, q.readyClasses, q.blockedSince, q.stale, q.removedHeld, q.wakeups,
     keys.registryDeclarations, keys.registryAlive,
   ];
   const args = [b[''], q.base, keys.throttlePrefix, queue, batch, keepsPausedList() ? '1' : ''];
+  const [status, released, left] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
+  return { status: status === DONE ? 'done' : status === DECLARED ? 'declared' : 'more', released, left };
+}
+
+/**
+ * Puts every job the throttle layer holds for `queue` back into bullmq's lists, in queue order, in bounded
+ * batches, unless (or from the moment) a live worker declares throttles on the queue. The queue's scheduler
+ * state goes once nothing is held.
+ */
+export async function releaseHeldJobs(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseOutcome> {
+  // Removals seen now are counted out once, before the jobs are looked at.
+  await forgetRemovedJobs(runner, new QueueKeys(keys.prefix).getKeys(queue).events, keys.queue(queue));
   let released = 0;
   for (;;) {
-    const [status, count] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
-    released += count;
-    if (status === DONE) return { released, complete: true };
-    if (status === DECLARED) return { released, complete: false };
+    const step = await releaseHeldBatch(runner, keys, queue, batch);
+    released += step.released;
+    if (step.status !== 'more') return { released, complete: step.status === 'done' };
   }
 }
 
