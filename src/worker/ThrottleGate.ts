@@ -536,8 +536,7 @@ export class ThrottleGate {
         .map((name) => effectiveThrottle(remaining, name));
       await this.publish(config, version, false, [...(config?.throttles ?? []), ...others]);
       // The last worker declaring throttles on the queue: its held jobs go back to bullmq's lists before close() resolves.
-      const own = config ? [] : [this.options.queue];
-      await this.heldRelease.release(this.runner, [...own, ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
+      await this.heldRelease.release(this.runner, [...(config ? [] : [this.options.queue]), ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
     } finally {

@@ -194,6 +194,26 @@ describe('releasing held jobs back to bullmq', () => {
     expect(await queue.getJobCounts('completed')).toEqual({ completed: 80 });
   });
 
+  it('a paused queue gets its jobs back without a wake-up marker, and plain workers take them once it resumes', async () => {
+    const name = 'paused';
+    const queue = bed.queue(name);
+    const worker = bed.worker(name, async () => undefined, { throttles: [perCustomer], declarationTtlMs: TTL_MS });
+    await queue.addBulk(jobs(['a1', 'a2', 'a3', 'b1', 'b2'], { a3: { priority: 2 } }));
+    await waitFor(async () => (await queue.getCompletedCount()) === 2 && (await getThrottledCount(queue)).throttled === 3, 10_000, 'three jobs held');
+    await crash(worker);
+    await waitFor(noLiveWorker(name), 5_000, 'the declaration to lapse');
+    await queue.pause();
+    await redis.del(queue.keys.marker);
+    expect(await admin.releaseHeld(name)).toBe(3);
+    expect(await redis.zscore(queue.keys.marker, '0')).toBeNull();
+    expect(await accounted(queue)).toBe(5);
+    expect(await redis.lrange(queue.keys.wait, 0, -1)).toEqual([expect.any(String), expect.any(String)]);
+    expect(await redis.zcard(queue.keys.prioritized)).toBe(1);
+    await queue.resume();
+    const taken = await drain(name, 3);
+    expect(taken.map((job) => job.name)).toEqual(['a2', 'b2', 'a3']);
+  });
+
   it('`bullmq-throttle release <queue>` prints how many went back, and refuses while a ThrottledWorker of the queue runs', async () => {
     const name = 'cli-release';
     const queue = bed.queue(name);
