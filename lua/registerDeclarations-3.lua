@@ -12,7 +12,8 @@
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
-    { nowMs, version, L, lapsed worker id x L, then worker id, JSON, worker id, JSON, ... for every live entry }
+    { nowMs, version, L, then worker id, JSON (nil when it has none) x L for the entries that lapsed just now (their
+      queues' held jobs may need putting back: see releaseHeld), then worker id, JSON, ... for every live entry }
 ]]
 local rcall = redis.call
 
@@ -30,14 +31,19 @@ else
   rcall('ZADD', aliveKey, nowMs + tonumber(ARGV[3]), ARGV[1])
 end
 local lapsed = rcall('ZRANGEBYSCORE', aliveKey, '-inf', nowMs)
+local lapsedEntries = {}
 if #lapsed > 0 then
+  lapsedEntries = rcall('HMGET', entriesKey, unpack(lapsed))
   rcall('HDEL', entriesKey, unpack(lapsed))
   rcall('ZREM', aliveKey, unpack(lapsed))
   changed = true
 end
 local version = changed and rcall('INCR', versionKey) or tonumber(rcall('GET', versionKey) or 0)
 local reply = { nowMs, version, #lapsed }
-for _, workerId in ipairs(lapsed) do reply[#reply + 1] = workerId end
+for i, workerId in ipairs(lapsed) do
+  reply[#reply + 1] = workerId
+  reply[#reply + 1] = lapsedEntries[i]
+end
 local flat = rcall('HGETALL', entriesKey)
 for i = 1, #flat do reply[#reply + 1] = flat[i] end
 return reply

@@ -28,5 +28,6 @@ export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
 export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSummary } from './admin/types';
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';
+export { QueueStillThrottledError } from './errors/QueueStillThrottledError';
 export { registerThrottleMetrics } from './metrics/registerThrottleMetrics';
 export type { ThrottleMetricsOptions, ThrottleMetrics, MetricsRegistry } from './metrics/registerThrottleMetrics';

@@ -9,6 +9,9 @@ import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
 import { getThrottledCount } from '../worker/getThrottledCount';
+import { releaseHeldJobs } from '../worker/heldJobRelease';
+import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
+import { ScriptRunner } from '../lua/scripts';
 import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
 import { readCounter } from './readCounter';
 import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
@@ -24,7 +27,7 @@ export interface ThrottleAdminOptions {
 /**
  * Answers why a queue is paced, from what the workers keep as they deliver: no call scans buckets,
  * whatever their number. Read-only, but for dropping held jobs that were removed from outside from the
- * held count (as getThrottledCount does).
+ * held count (as getThrottledCount does), and for releaseHeld.
  */
 export class ThrottleAdmin {
   readonly keys: ThrottleKeys;
@@ -221,6 +224,25 @@ export class ThrottleAdmin {
       nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
       at: now,
     };
+  }
+
+  /**
+   * Puts every job the throttle layer holds for `queue` back where bullmq keeps waiting jobs (`wait`, or
+   * `prioritized` by its priority), in queue order, data and stored attributes intact, so that plain Workers
+   * take them: the way back after the last ThrottledWorker of a queue crashed (one that closes does this
+   * itself). Refuses while a live ThrottledWorker declares throttles on the queue (QueueStillThrottledError);
+   * one that starts meanwhile stops it, and classifies again what went back. Resolves to how many jobs went back.
+   */
+  async releaseHeld(queue: string): Promise<number> {
+    const { released, complete } = await releaseHeldJobs(new ScriptRunner(this.client), this.keys, queue);
+    if (!complete && released === 0) {
+      const workers = (await this.liveEntries()).filter((entry) => entry.queue === queue).length;
+      throw new QueueStillThrottledError(
+        `queue '${queue}' has ${workers} live ThrottledWorker(s) under prefix '${this.keys.prefix}': they deliver its held jobs. `
+        + 'Close them first (the last one to close puts the held jobs back itself), or release again once their declarations lapse.',
+      );
+    }
+    return released;
   }
 
   async close(): Promise<void> {

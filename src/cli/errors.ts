@@ -1,6 +1,7 @@
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
+import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 
 /** A command line that cannot be run as written (a bad option value, a bad key value). */
 export class UsageError extends Error {
@@ -32,7 +33,7 @@ export function isConnectionError(error: unknown): boolean {
 /** The one line printed for an error (without the 'bullmq-throttle: ' lead). */
 export function describeError(error: unknown, redisUrl?: string): string {
   if (error instanceof UsageError || error instanceof UnknownQueueError || error instanceof UnknownThrottleError
-    || error instanceof InvalidGrantError || error instanceof RedisUnreachableError) {
+    || error instanceof InvalidGrantError || error instanceof RedisUnreachableError || error instanceof QueueStillThrottledError) {
     return oneLine(error.message);
   }
   if (isConnectionError(error)) {

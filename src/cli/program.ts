@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerBucket } from './commands/bucket';
+import { registerRelease } from './commands/release';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
@@ -26,7 +27,7 @@ export interface ProgramIo {
 export function buildProgram(io: ProgramIo = {}): Command {
   const writeErr = io.writeErr ?? ((text: string) => process.stderr.write(text));
   const program = new Command('bullmq-throttle')
-    .description('See why BullMQ queues paced by bullmq-throttle are waiting: queues, throttles and buckets, once or live.')
+    .description('See why BullMQ queues paced by bullmq-throttle are waiting: queues, throttles and buckets, once or live; put held jobs back (release).')
     .version(packageVersion(), '-V, --version')
     .addOption(new Option('--redis <url>', 'the Redis to read').default(defaultRedisUrl(io.env), `$REDIS_URL, else ${DEFAULT_REDIS_URL}`))
     .addOption(new Option('--prefix <prefix>', "the key prefix, as bullmq's prefix option").default('bull'))
@@ -47,13 +48,16 @@ Examples:
   bullmq-throttle bucket stripe-per-customer acme
   bullmq-throttle bucket per-account json:42
   bullmq-throttle watch orders --redis redis://10.0.0.5:6379 --prefix bull
+  bullmq-throttle release orders
 
 Exit status: 0 on success; 1, with one line on stderr, for an unknown queue or
-throttle, bad arguments, or a Redis that cannot be reached.`);
+throttle, bad arguments, a release refused while a ThrottledWorker of the
+queue runs, or a Redis that cannot be reached.`);
   registerStats(program);
   registerThrottle(program);
   registerBucket(program);
   registerWatch(program);
+  registerRelease(program);
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;
 }

@@ -19,6 +19,7 @@ import { ParkedRequests } from './parkedRequests';
 import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
 import { intakeRecords } from './intakeRecords';
 import { JobCompleter } from './jobCompleter';
+import { HeldJobRelease } from './heldJobRelease';
 
 export interface GateOptions {
   queue: string;
@@ -244,6 +245,7 @@ export class ThrottleGate {
   private async beat(): Promise<void> {
     try {
       await this.refreshConfig(false);
+      if (!this.closed) await this.heldRelease.release(this.runner!, this.registry!.takeLapsedQueues());
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
     } catch (error) {
@@ -547,6 +549,9 @@ export class ThrottleGate {
     return () => this.withdraw(spare);
   }
 
+  /** Puts back held jobs of queues no live worker declares any more (see heldJobRelease). */
+  private readonly heldRelease = new HeldJobRelease(this.options.prefix, this.options.logger);
+
   private async withdraw(spare: RedisClient): Promise<void> {
     try {
       this.runner = new ScriptRunner(spare, this.options.scripts);
@@ -560,6 +565,8 @@ export class ThrottleGate {
         .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
         .map((name) => effectiveThrottle(remaining, name));
       await this.publish(config, version, false, [...(config?.throttles ?? []), ...others]);
+      // The last worker declaring throttles on the queue: its held jobs go back to bullmq's lists before close() resolves.
+      await this.heldRelease.release(this.runner, [...(config ? [] : [this.options.queue]), ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
     } finally {

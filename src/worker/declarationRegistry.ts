@@ -8,6 +8,9 @@ import { RegistryEntry } from './queueConfig';
  * crashed worker's declarations lapse after at most `ttlMs`, and withdrawn at once on close.
  */
 export class DeclarationRegistry {
+  /** Queues of entries that lapsed in this registry's calls, not yet taken (takeLapsedQueues). */
+  private readonly lapsedQueues = new Set<string>();
+
   constructor(
     private readonly runner: ScriptRunner,
     private readonly keys: ThrottleKeys,
@@ -25,22 +28,41 @@ export class DeclarationRegistry {
     return this.call('');
   }
 
+  /** The queues of every entry that lapsed in a call since the last take: their held jobs may need putting back. */
+  takeLapsedQueues(): string[] {
+    const queues = [...this.lapsedQueues];
+    this.lapsedQueues.clear();
+    return queues;
+  }
+
   private async call(json: string): Promise<RegistrySnapshot> {
     const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive, this.keys.registryVersion], [
       this.entry.workerId, json, this.ttlMs,
-    ])) as string[];
+    ])) as (string | null)[];
     const version = Number(reply[1]);
     const lapsedCount = Number(reply[2]);
-    const lapsed = reply.slice(3, 3 + lapsedCount).map(String);
+    const lapsed: string[] = [];
+    for (let i = 3; i < 3 + 2 * lapsedCount; i += 2) {
+      lapsed.push(String(reply[i]));
+      const queue = readEntry(reply[i + 1])?.queue;
+      if (typeof queue === 'string') this.lapsedQueues.add(queue);
+    }
     const entries: RegistryEntry[] = [];
-    for (let i = 3 + lapsedCount; i < reply.length; i += 2) {
-      try {
-        entries.push(JSON.parse(reply[i + 1]) as RegistryEntry);
-      } catch {
-        // An entry this version cannot read is not ours to interpret; it lapses with its worker.
-      }
+    for (let i = 3 + 2 * lapsedCount; i < reply.length; i += 2) {
+      const entry = readEntry(reply[i + 1]);
+      // An entry this version cannot read is not ours to interpret; it lapses with its worker.
+      if (entry) entries.push(entry);
     }
     return { entries, lapsed, version };
+  }
+}
+
+function readEntry(json: string | null): RegistryEntry | undefined {
+  if (json === null) return undefined;
+  try {
+    return JSON.parse(json) as RegistryEntry;
+  } catch {
+    return undefined;
   }
 }
 

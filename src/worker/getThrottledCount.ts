@@ -20,7 +20,11 @@ export interface ThrottledCount {
   throttled: number;
 }
 
-/** How many of the queue's jobs the throttle layer holds, outside bullmq's own states. */
+/**
+ * How many of the queue's jobs the throttle layer holds, outside bullmq's own states. 0 once the last
+ * ThrottledWorker of the queue has closed (or every declaration lapsed and the jobs were released): held jobs
+ * then go back to bullmq's lists (see ThrottleAdmin.releaseHeld).
+ */
 export async function getThrottledCount(queue: QueueLike): Promise<ThrottledCount> {
   const client = (await queue.backend.client) as RedisClient;
   const keys = new ThrottleKeys(queue.opts.prefix ?? 'bull').queue(queue.name);

@@ -1,0 +1,99 @@
+import { QueueKeys } from 'bullmq';
+import type { Logger } from 'pino';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { installedBullmqVersion } from './bullmqVersion';
+import { forgetRemovedJobs } from './forgetRemovedJobs';
+
+/**
+ * Most jobs one releaseHeld call moves: about 5 commands each, so a call stays within a few ms and a
+ * backlog of any size goes back in many short scripts rather than one that blocks Redis.
+ */
+export const RELEASE_BATCH = 1_000;
+
+/** releaseHeld's status (lua/releaseHeld-19.lua). */
+const DONE = 1;
+const DECLARED = -1;
+
+export interface ReleaseOutcome {
+  /** Jobs put back into bullmq's wait / prioritized (or paused, on bullmq 5). */
+  released: number;
+  /** False when a live worker declares throttles on the queue: what was not released yet stays held for it. */
+  complete: boolean;
+}
+
+/** bullmq 5 moves a paused queue's waiting jobs to its `paused` LIST; bullmq 6 keeps them in wait. */
+function keepsPausedList(): boolean {
+  return Number(installedBullmqVersion().split('.')[0]) < 6;
+}
+
+export interface ReleaseBatch {
+  /** 'done': nothing held any more; 'more': call again; 'declared': a live worker declares the queue, nothing moved. */
+  status: 'done' | 'more' | 'declared';
+  released: number;
+  /** Jobs still held or in intake. */
+  left: number;
+}
+
+/** One bounded step of a release (lua/releaseHeld-19.lua): at most `batch` jobs move. */
+export async function releaseHeldBatch(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseBatch> {
+  const b = new QueueKeys(keys.prefix).getKeys(queue);
+  const q = keys.queue(queue);
+  const scriptKeys = [
+    b.wait, b.paused, b.prioritized, b.meta, b.active, b.pc, b.marker,
+    q.state, q.intake, q.readyJobs, q.classes, q.classState, q.readyClasses, q.blockedSince, q.stale, q.removedHeld, q.wakeups,
+    keys.registryDeclarations, keys.registryAlive,
+  ];
+  const args = [b[''], q.base, keys.throttlePrefix, queue, batch, keepsPausedList() ? '1' : ''];
+  const [status, released, left] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
+  return { status: status === DONE ? 'done' : status === DECLARED ? 'declared' : 'more', released, left };
+}
+
+/**
+ * Puts every job the throttle layer holds for `queue` back into bullmq's lists, in queue order, in bounded
+ * batches, unless (or from the moment) a live worker declares throttles on the queue. The queue's scheduler
+ * state goes once nothing is held.
+ */
+export async function releaseHeldJobs(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseOutcome> {
+  // Removals seen now are counted out once, before the jobs are looked at.
+  await forgetRemovedJobs(runner, new QueueKeys(keys.prefix).getKeys(queue).events, keys.queue(queue));
+  let released = 0;
+  for (;;) {
+    const step = await releaseHeldBatch(runner, keys, queue, batch);
+    released += step.released;
+    if (step.status !== 'more') return { released, complete: step.status === 'done' };
+  }
+}
+
+/**
+ * A worker's share in "a throttle is in effect only while some live worker declares it": on close it puts
+ * back its queue's held jobs when no other live worker declares the queue, and on each heartbeat those of
+ * queues whose every worker's declarations lapsed (the registry names them to whoever drops the entries).
+ * A release that fails (Redis unreachable) is tried again on the next heartbeat.
+ */
+export class HeldJobRelease {
+  private readonly pending = new Set<string>();
+  private readonly keys: ThrottleKeys;
+
+  constructor(prefix: string, private readonly logger: Logger) {
+    this.keys = new ThrottleKeys(prefix);
+  }
+
+  /** Releases the held jobs of `queues` and of any queue left from an earlier try. */
+  async release(runner: ScriptRunner, queues: Iterable<string>): Promise<void> {
+    for (const queue of queues) this.pending.add(queue);
+    for (const queue of [...this.pending]) {
+      try {
+        const { released, complete } = await releaseHeldJobs(runner, this.keys, queue);
+        this.pending.delete(queue);
+        if (released > 0) {
+          this.logger.info({ queue, released, complete }, complete
+            ? 'no live worker declares throttles on the queue: its held jobs went back to wait'
+            : 'held jobs went back to wait until a worker declaring throttles on the queue started');
+        }
+      } catch (error) {
+        this.logger.warn({ queue, err: error }, 'could not put held jobs back to wait; will retry');
+      }
+    }
+  }
+}
