@@ -10,10 +10,10 @@ export interface PackedPackage {
   files: string[];
 }
 
-/** `npm run build`, then `npm pack` into `destination`: what a user installs. */
+/** `npm run build`, then `npm pack` into `destination` (its prepack build skipped, having just run): what a user installs. */
 export function buildAndPack(destination: string): PackedPackage {
   execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-  const json = execFileSync('npm', ['pack', '--json', '--pack-destination', destination], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const json = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', destination], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const [report] = JSON.parse(json) as { filename: string; files: { path: string }[] }[];
   return { tarball: join(destination, report.filename), files: report.files.map((f) => f.path) };
 }
