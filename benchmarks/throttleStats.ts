@@ -238,7 +238,10 @@ export const throttleStats: Benchmark = {
         '  The indexes are skiplists: ZCOUNT, ZREVRANGEBYSCORE ... LIMIT and ZSCORE are O(log N) on the server, so the cases may differ by a few µs',
         '  of Redis time per call (a deeper skiplist, colder caches); no call reads anything per bucket.',
         'Memory: MEMORY USAGE ... SAMPLES 0 (exact) of each index / buckets; used_memory Δ is the whole construction (counters, :recent included) / buckets.',
-        `Memory per bucket of :active and :full stays for good: their members are never removed (docs/keys.md, "What stays behind"). ${load} at start.`,
+        'Memory per bucket of :active and :full lasts while the bucket is active: once every W/60 (W the longest window) while the throttle delivers,',
+        '  the delivery script drops the members whose score has passed, and both keys lapse about 2 × W + 60 s after its last delivery',
+        '  (lua/includes/throttleStats.lua; docs/keys.md, "What stays behind"). Every constructed score lies 1 min to 1 h ahead: none is dropped during the run.',
+        `${load} at start.`,
       ],
     };
   },

@@ -14,7 +14,7 @@ export { ThrottleKeys } from './keys/ThrottleKeys';
 export { InvalidThrottleError } from './errors/InvalidThrottleError';
 export { ThrottleConflictError } from './errors/ThrottleConflictError';
 export { InvalidGrantError } from './errors/InvalidGrantError';
-export type { ConnectionInput } from './redis/connection';
+export type { ConnectionInput, IORedisClient } from './redis/connection';
 export { ThrottledWorker } from './worker/ThrottledWorker';
 export type { ThrottledWorkerOptions } from './worker/ThrottledWorker';
 export type { AttributesFunction, AttributeSource } from './worker/jobClassifier';

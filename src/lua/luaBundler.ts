@@ -1,5 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { packageRoot } from '../packageRoot';
 
 /**
  * Composes a Lua script from its `--- @include "path"` lines, as bullmq's own loader does:
@@ -21,7 +22,7 @@ const INCLUDE = /^[ \t]*-{2,3}[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*
  */
 const FUNCTION = /^[ \t]*-{2,3}[ \t]*@function[ \t]+["']([^"']+)["'][ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*$/gm;
 
-export const LUA_DIR = resolve(__dirname, '..', '..', 'lua');
+export const LUA_DIR = join(packageRoot(), 'lua');
 
 let bullmqCommandsDir: string | undefined;
 function bullmqCommands(): string {

@@ -48,7 +48,7 @@ export async function serveMetrics(registry: MetricsRegistry, options: { port?: 
 }
 
 /**
- * `tsx src/metrics/exampleServer.ts` (or `node dist/metrics/exampleServer.js`): serves the throttle metrics of
+ * `tsx src/metrics/exampleServer.ts` (not published; run it from a checkout): serves the throttle metrics of
  * REDIS_URL (default redis://127.0.0.1:6379) under PREFIX (default 'bull') on PORT (default 9464), for the
  * queues in QUEUES (comma-separated; default every queue with a live ThrottledWorker).
  */

@@ -28,8 +28,24 @@ export interface ThrottleMetrics {
 
 type PromClient = typeof import('prom-client');
 
-/** A prom-client registry of either exposition format. */
-export type MetricsRegistry = Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
+/**
+ * A prom-client Registry of either exposition format. It is named by the members the metrics use rather
+ * than imported from prom-client, so that these declarations compile where prom-client (an optional peer
+ * dependency) is not installed.
+ */
+export interface MetricsRegistry {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+  /** prom-client's metrics register themselves; the parameter is theirs (a prom-client Metric). */
+  registerMetric(metric: never): void;
+  getSingleMetric(name: string): unknown;
+  removeSingleMetric(name: string): void;
+}
+
+/** The registry as prom-client types it (the package compiles against prom-client; its users need not). */
+function promRegistry(registry: MetricsRegistry): Registry<PrometheusContentType> | Registry<OpenMetricsContentType> {
+  return registry as unknown as Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
+}
 
 /** prom-client is an optional peer dependency: loaded only when metrics are asked for. */
 function loadPromClient(): PromClient {
@@ -73,7 +89,7 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
     const success = new prom.Gauge({
       name: COLLECT_SUCCESS_METRIC,
       help: '1 when the last scrape read the throttle figures from Redis; 0 when it failed or timed out (the throttle series were then left out).',
-      registers: [registry],
+      registers: [promRegistry(registry)],
       async collect(this: Gauge) {
         this.set((await source.current()) ? 1 : 0);
       },
@@ -115,7 +131,7 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
 }
 
 function register(prom: PromClient, registry: MetricsRegistry, definition: MetricDefinition, source: SnapshotSource): Counter<string> | Gauge<string> {
-  const config = { name: definition.name, help: definition.help, labelNames: definition.labelNames, registers: [registry] };
+  const config = { name: definition.name, help: definition.help, labelNames: definition.labelNames, registers: [promRegistry(registry)] };
   if (definition.type === 'counter') {
     return new prom.Counter({
       ...config,

@@ -1,0 +1,148 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { deleteKeysUnder, newRedis, uniquePrefix } from '../support/redis';
+import { testRedisUrl } from '../support/testRedis';
+import { ConsumerProject, ModuleResolution } from './support/consumerProject';
+import { CJS_SCRIPT, ESM_SCRIPT, typedConsumer, TypedConsumerOptions } from './support/consumerSources';
+import { buildAndPack, installedVersion, PackedPackage, ROOT } from './support/packedPackage';
+
+// Builds, packs and installs into two consumer apps once for the whole file (npm install from npm's cache).
+const SETUP_MS = 240_000;
+const RESOLUTIONS: ModuleResolution[] = ['node16', 'nodenext', 'bundler'];
+const TYPED_FILES = ['consumer.ts', 'consumer.mts'];
+
+const work = mkdtempSync(join(tmpdir(), 'bullmq-throttle-packaging-'));
+const prefix = uniquePrefix('packaging');
+let packed: PackedPackage;
+let withIoredis6: ConsumerProject;
+let withIoredis5: ConsumerProject;
+
+function consumer(name: string, dependencies: Record<string, string>, typed: TypedConsumerOptions): Promise<ConsumerProject> {
+  const source = typedConsumer(typed);
+  return ConsumerProject.create(join(work, name), { 'bullmq-throttle': `file:${packed.tarball}`, ...dependencies }, {
+    'consumer.ts': source, // CommonJS under node16/nodenext: resolves the `require` types
+    'consumer.mts': source, // ESM: resolves the `import` types
+    'check.cjs': CJS_SCRIPT,
+    'check.mjs': ESM_SCRIPT,
+  });
+}
+
+beforeAll(async () => {
+  packed = buildAndPack(work);
+  const shared = { bullmq: installedVersion('bullmq'), '@types/node': installedVersion('@types/node') };
+  [withIoredis6, withIoredis5] = await Promise.all([
+    consumer('ioredis6', { ...shared, ioredis: installedVersion('ioredis'), ioredis5: 'npm:ioredis@^5', 'prom-client': installedVersion('prom-client') }, { promClient: true, otherIoredis: 'ioredis5' }),
+    consumer('ioredis5', { ...shared, ioredis: '^5' }, { promClient: false }),
+  ]);
+}, SETUP_MS);
+
+afterAll(async () => {
+  rmSync(work, { recursive: true, force: true });
+  const redis = newRedis();
+  await deleteKeysUnder(redis, prefix);
+  await redis.quit();
+});
+
+describe('npm pack', () => {
+  it('holds both builds with their types, the CLI, every Lua script and include, README, LICENSE and CHANGELOG', () => {
+    const lua = readdirSync(join(ROOT, 'lua')).filter((f) => f.endsWith('.lua')).map((f) => `lua/${f}`);
+    const includes = readdirSync(join(ROOT, 'lua', 'includes')).map((f) => `lua/includes/${f}`);
+    expect(lua.length).toBeGreaterThan(0);
+    expect(includes.length).toBeGreaterThan(0);
+    const expected = [
+      'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md',
+      'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js',
+      ...lua, ...includes,
+    ];
+    expect(packed.files).toEqual(expect.arrayContaining(expected));
+  });
+
+  it('holds no demo, dev Redis, example server, build check, tests, benchmarks or TypeScript sources', () => {
+    const unwanted = packed.files.filter((f) =>
+      /demo|devRedis|exampleServer|checkScripts|^test\/|^benchmarks\/|^src\/|^docs\//i.test(f) || (f.endsWith('.ts') && !/\.d\.m?ts$/.test(f)));
+    expect(unwanted).toEqual([]);
+    // Only the builds, their maps and declarations, the Lua and the top-level documents.
+    expect(packed.files.filter((f) => !/^(dist\/.*\.(js|mjs|map|d\.ts|d\.mts)|lua\/.*\.lua|package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(f))).toEqual([]);
+  });
+
+  it('ships source maps that resolve: each built file names its map, and each map carries its sources, none of them an excluded module', () => {
+    const built = packed.files.filter((f) => /\.(m?js)$/.test(f));
+    for (const file of built) {
+      const mapName = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(ROOT, file), 'utf8'))?.[1];
+      const mapPath = join(file, '..', mapName ?? '<none>');
+      expect({ file, map: packed.files.includes(mapPath) }).toEqual({ file, map: true });
+      const map = JSON.parse(readFileSync(join(ROOT, mapPath), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+      expect(map.sourcesContent?.length).toBe(map.sources.length);
+      expect(map.sourcesContent!.filter((s) => typeof s !== 'string' || s.length === 0)).toEqual([]);
+      expect(map.sources.filter((s) => /src\/(demo|devRedis)\/|exampleServer|checkScripts/.test(s))).toEqual([]);
+    }
+  });
+
+  it('declares bullmq and ioredis as peers, Node 20 or later, an MIT LICENSE, and where the project lives', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, Record<string, string> | string | undefined>;
+    const deps = (pkg.dependencies ?? {}) as Record<string, string>;
+    const peers = pkg.peerDependencies as Record<string, string>;
+    expect(deps.ioredis).toBeUndefined();
+    expect(deps.bullmq).toBeUndefined();
+    expect(peers.ioredis).toBe('^5.0.0 || ^6.0.0');
+    expect(peers.bullmq).toBeDefined();
+    expect(pkg.engines).toEqual({ node: '>=20' });
+    expect(pkg.license).toBe('MIT');
+    expect(readFileSync(join(ROOT, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} bullmq-throttle contributors\n/);
+    expect(readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8')).toMatch(/## \[Unreleased\][\s\S]*## \[0\.1\.0\]/);
+    expect(pkg.repository).toEqual({ type: 'git', url: expect.stringMatching(/^git\+https:\/\/github\.com\/.+\.git$/) });
+    expect(pkg.bugs).toEqual({ url: expect.stringMatching(/^https:\/\/github\.com\/.+\/issues$/) });
+    expect(pkg.homepage).toMatch(/^https:\/\/github\.com\//);
+  });
+});
+
+interface ScriptReport {
+  resolved: string;
+  ioredis?: string;
+  exportsEsm?: boolean;
+  granted: boolean[];
+  result?: number;
+}
+
+async function runScript(project: ConsumerProject, script: string): Promise<ScriptReport> {
+  // Each run its own prefix: every script grants from a fresh one-per-10s bucket.
+  const run = await project.node([script, testRedisUrl(), `${prefix}-${basename(project.dir)}-${script}`]);
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout.trim().split('\n').pop()!) as ScriptReport;
+}
+
+describe.each([
+  ['ioredis 6 (and a second ioredis 5 copy) and prom-client', () => withIoredis6, '6'],
+  ['ioredis 5 and no prom-client', () => withIoredis5, '5'],
+])('a consumer project with %s', (_name, project, ioredisMajor) => {
+  it.each(RESOLUTIONS)('compiles, its own ioredis clients passed as connection, under moduleResolution %s with skipLibCheck off', async (resolution) => {
+    const result = await project().typecheck(resolution, TYPED_FILES);
+    expect({ code: result.code, output: `${result.stdout}${result.stderr}` }).toEqual({ code: 0, output: '' });
+  });
+
+  it("require('bullmq-throttle') gets the CommonJS build, which grants against Redis", async () => {
+    const report = await runScript(project(), 'check.cjs');
+    expect(report.resolved).toMatch(/node_modules\/bullmq-throttle\/dist\/index\.js$/);
+    expect(report.ioredis?.split('.')[0]).toBe(ioredisMajor);
+    expect(report.granted).toEqual([true, false]);
+  });
+
+  it("import from 'bullmq-throttle' gets the ESM build, which grants and runs a job through a ThrottledWorker", async () => {
+    const report = await runScript(project(), 'check.mjs');
+    expect(report.resolved).toMatch(/node_modules\/bullmq-throttle\/dist\/index\.mjs$/);
+    expect(report.exportsEsm).toBe(true);
+    expect(report.granted).toEqual([true, false]);
+    expect(report.result).toBe(42);
+  });
+});
+
+describe('the CLI from the packed install', () => {
+  it('npx bullmq-throttle --help and --version work', async () => {
+    const help = await withIoredis6.npx(['bullmq-throttle', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: bullmq-throttle /);
+    const version = await withIoredis6.npx(['bullmq-throttle', '--version']);
+    expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+  });
+});

@@ -1,0 +1,38 @@
+import { defineConfig } from 'tsup';
+
+/**
+ * The published build: the library as CommonJS (dist/index.js) and as real ESM (dist/index.mjs), each with
+ * its declarations (.d.ts / .d.mts), and the CLI as CommonJS (dist/cli/main.js). Each entry is bundled,
+ * so only what it imports is shipped: the demo, the dev Redis, the example server and the build check
+ * stay out. Packages (dependencies and peers) stay external.
+ */
+const shared = {
+  platform: 'node',
+  target: 'node20',
+  sourcemap: true, // esbuild writes each map with its sourcesContent, so the maps resolve without src/
+  removeNodeProtocol: false,
+  splitting: false,
+} as const;
+
+// ESM has no `require`: bundled modules that call it (bullmq/package.json, the optional prom-client) get
+// one made for the module. `shims` gives ESM modules __dirname, used to find the package's lua/.
+const esmRequire = "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);";
+
+export default defineConfig([
+  {
+    ...shared,
+    entry: { index: 'src/index.ts' },
+    format: ['cjs', 'esm'],
+    dts: true,
+    shims: true,
+    clean: ['!cli/**'], // dist/cli is the other build's, which runs at the same time
+    banner: ({ format }) => (format === 'esm' ? { js: esmRequire } : undefined),
+  },
+  {
+    ...shared,
+    entry: { main: 'src/cli/main.ts' },
+    outDir: 'dist/cli',
+    format: ['cjs'],
+    clean: true,
+  },
+]);
