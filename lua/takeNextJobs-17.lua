@@ -33,6 +33,7 @@
              read the registry after another, leaves them to be classified once they agree)
     ARGV[9]  K, then K lock tokens: up to K jobs are delivered, the i-th locked with the i-th token
     (test builds read one more trailing ARGV, a clock offset in ms)
+    bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 
   Class and bucket keys are composed from ARGV[4] and ARGV[5] (includes/schedulerKeys), as bullmq
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
@@ -55,7 +56,7 @@ local rcall = redis.call
 --- @include "includes/throttleStats"
 --- @include "includes/jobOrder"
 --- @include "includes/classifyInLua"
---- @include "bullmq/includes/getQueueMetadata"
+--- @include "bullmqLine/queueLists"
 --- @include "bullmq/includes/getNextDelayedTimestamp"
 --- @include "bullmq/includes/promoteDelayedJobs"
 --- @include "bullmq/includes/prepareJobForProcessing"
@@ -76,8 +77,9 @@ local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local nowMsArg = intArg(nowMs)
 
-local isPausedOrMaxed = getQueueMetadata(metaKey, activeKey, waitKey)
-promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
+-- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
+local targetKey, isPausedOrMaxed = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)
+promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
 
 -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
 local WAKE_BATCH_MAX = 64
