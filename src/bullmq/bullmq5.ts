@@ -1,19 +1,14 @@
 import type { Job } from 'bullmq';
 import { BullmqAdapter, FinishArgs, Finished, Gate } from './BullmqAdapter';
 
-/** bullmq 5's Scripts, as far as delivery goes (the Worker's `scripts`, and each Job's). */
+/** bullmq 5's Scripts, as far as delivery goes (the Worker's `scripts`, which its jobs share, see gateJobScripts). */
 interface Scripts5 {
   moveToActive(client: unknown, token: string, name?: string): Promise<unknown[]>;
+  moveToFinishedArgs(job: unknown, val: unknown, propVal: unknown, shouldRemove: unknown, target: unknown, token: string, ...rest: unknown[]): FinishArgs;
   moveToFinished(jobId: string, args: FinishArgs): Promise<unknown>;
   moveToDelayed(jobId: string, timestamp: number, delay: number, token?: string, opts?: { fetchNext?: boolean }): Promise<unknown>;
   moveToCompletedArgs(...args: unknown[]): FinishArgs;
   finishedErrors(error: { code: number; jobId: string; command: string; state: string }): Error;
-}
-
-interface Job5 {
-  scripts: Scripts5;
-  moveToCompleted(returnValue: unknown, token: string, fetchNext?: boolean): Promise<unknown>;
-  moveToFailed(err: Error, token: string, fetchNext?: boolean): Promise<unknown>;
 }
 
 interface Worker5 {
@@ -22,7 +17,6 @@ interface Worker5 {
   readonly client: Promise<unknown>;
   readonly closing?: unknown;
   readonly opts: { name?: string; lockDuration?: number };
-  createJob(data: unknown, jobId: string): Job5;
   moveToActive(client: unknown, token: string, name?: string): Promise<Job | undefined>;
 }
 
@@ -30,13 +24,16 @@ interface Worker5 {
 const TARGET = 14 + 4;
 const FETCH_NEXT = 14 + 5;
 
+/** Marks a ThrottledWorker of bullmq 5, whose jobs must use its (gated) scripts. */
+const GATED = Symbol('bullmq-throttle gated scripts');
+
 /**
  * bullmq 5 (5.67 and later): the Worker fetches through its protected moveToActive(client, token, name),
- * which calls `scripts.moveToActive`; a job fetches its slot's next job inside its own moveToCompleted and
- * moveToFailed (moveToFinished, moveToDelayed with fetch-next), through the job's `scripts`, which before
- * 5.81 is a Scripts of its own, not the worker's. So: the worker's scripts deliver through the gate and turn
- * fetch-next off in every moveToFinished and moveToDelayed; each job the worker creates (createJob) uses
- * those scripts and fetches its next job through the gate after it completed or failed.
+ * which calls `scripts.moveToActive`; a job fetches its slot's next job inside moveToFinished (completed or
+ * failed) or moveToDelayed (a retry with backoff, from 5.81) with fetch-next on, through the job's `scripts`.
+ * So the worker's scripts deliver through the gate and turn fetch-next off in every moveToFinished and
+ * moveToDelayed, fetching the next job through the gate instead; every job built on the worker (by the
+ * worker, or by the user's Job.fromJSON(worker, ...)) uses those scripts.
  *
  * 5.67 is the oldest: from 5.66.2 on, handleCompleted and handleFailed take a next job only from an array
  * result, so that a completion can hand its slot's next job over afterwards (ThrottledWorker.handleCompleted)
@@ -55,8 +52,9 @@ export const bullmq5: BullmqAdapter = {
   },
 
   afterConstruct(worker: object, gate: Gate): void {
-    const w = worker as unknown as Worker5;
+    const w = worker as Worker5 & { [GATED]?: true };
     const scripts = w.scripts;
+    const moveToFinishedArgs = scripts.moveToFinishedArgs.bind(scripts);
     const moveToFinished = scripts.moveToFinished.bind(scripts);
     const moveToDelayed = scripts.moveToDelayed.bind(scripts);
     gate.attach({
@@ -68,51 +66,51 @@ export const bullmq5: BullmqAdapter = {
       moveToFinished,
     }, w.opts);
     scripts.moveToActive = (_client, token, name) => gate.deliver(token, name);
-    // Fetch-next is off in every completion and failure: the job's own moveToCompleted/moveToFailed
-    // (gateJob) fetch the next job through the gate instead.
+    // moveToCompletedArgs and moveToFailedArgs build moveToFinished's arguments here, with the token.
+    const tokens = new WeakMap<FinishArgs, string>();
+    scripts.moveToFinishedArgs = (...args) => {
+      const built = moveToFinishedArgs(...args);
+      tokens.set(built, args[5]);
+      return built;
+    };
     scripts.moveToFinished = (jobId, args) => {
       const argv = [...args];
+      // bullmq decided whether to fetch next (off while the worker closes); the gate fetches instead.
+      const fetchNext = Number(argv[FETCH_NEXT]) === 1;
       argv[FETCH_NEXT] = 0;
       // Completions go in batches through the installed bullmq's moveToFinished (JobCompleter).
-      return argv[TARGET] === 'completed' ? gate.completeFromArgs(jobId, argv) : moveToFinished(jobId, argv);
+      const finishing = argv[TARGET] === 'completed' ? gate.completeFromArgs(jobId, argv) : moveToFinished(jobId, argv);
+      const token = tokens.get(args);
+      // Arguments built elsewhere than here fetch no next job at all, rather than an ungated one.
+      if (token === undefined) return finishing;
+      return gate.finishThenFetch(finishing.then((result): Finished => ({ result })), token, fetchNext).then((done) => done.result);
     };
     scripts.moveToDelayed = async (jobId, timestamp, delay, token, opts = {}) =>
       gate.fetchAfterMove(await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false }), token, Boolean(opts.fetchNext));
-    const createJob = w.createJob.bind(w);
-    w.createJob = (data, jobId) => gateJob(createJob(data, jobId), scripts, gate);
+    w[GATED] = true;
+    gateJobScripts();
   },
 
   moveToActive(worker: object, token: string): Promise<Job | undefined> {
-    const w = worker as unknown as Worker5;
+    const w = worker as Worker5;
     return w.client.then((client) => w.moveToActive(client, token, w.opts.name));
   },
 };
 
-/** A job of the worker: it finishes through the worker's gated scripts and fetches its next job through the gate. */
-function gateJob(job: Job5, scripts: Scripts5, gate: Gate): Job5 {
-  // Before 5.81 each Job builds a Scripts of its own (same keys and client as the worker's): use the gated one.
-  job.scripts = scripts;
-  const moveToCompleted = job.moveToCompleted.bind(job);
-  const moveToFailed = job.moveToFailed.bind(job);
-  // Not enumerable, like the methods they stand for: a job's own properties are its data (toJSON).
-  Object.defineProperty(job, 'moveToCompleted', {
-    configurable: true,
-    writable: true,
-    value: (returnValue: unknown, token: string, fetchNext = true) => nextOf(gate.finishThenFetch(finished(moveToCompleted(returnValue, token, false)), token, fetchNext)),
-  });
-  Object.defineProperty(job, 'moveToFailed', {
-    configurable: true,
-    writable: true,
-    value: (err: Error, token: string, fetchNext = false) => nextOf(gate.finishThenFetch(finished(moveToFailed(err, token, false)), token, fetchNext)),
-  });
-  return job;
-}
+let jobScriptsGated = false;
 
-/** bullmq 5's finishing calls resolve to the next job's moveToActive reply itself; the gate works on { result }. */
-function finished(finishing: Promise<unknown>): Promise<Finished> {
-  return finishing.then((result) => ({ result }));
-}
-
-function nextOf(done: Promise<Finished>): Promise<unknown> {
-  return done.then((d) => d.result);
+/**
+ * Before 5.81 each Job builds a Scripts of its own (with the same keys and client as its queue's) instead
+ * of using its queue's: a job of a ThrottledWorker then uses the worker's gated scripts, as from 5.81 on
+ * every job does. Jobs of Queues and plain Workers are left as they are.
+ */
+function gateJobScripts(): void {
+  if (jobScriptsGated) return;
+  jobScriptsGated = true;
+  const proto = (require('bullmq') as { Job: { prototype: { createScripts(): void } } }).Job.prototype;
+  const createScripts = proto.createScripts;
+  proto.createScripts = function (this: { queue?: { [GATED]?: true; scripts?: Scripts5 }; scripts?: Scripts5 }) {
+    if (this.queue?.[GATED] && this.queue.scripts) this.scripts = this.queue.scripts;
+    else createScripts.call(this);
+  };
 }

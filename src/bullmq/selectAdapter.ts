@@ -24,7 +24,7 @@ export function selectAdapter(version: string = installedBullmqVersion()): Bullm
   const adapter = parsed && ADAPTERS.find((a) => inRange(parsed, a.supportedRange));
   if (!adapter) {
     throw new UnsupportedBullmqError(
-      `bullmq-throttle supports bullmq ${SUPPORTED_BULLMQ_RANGE} (5.67.0 and later 5.x, and every 6.x), but bullmq ${version} is installed: ` +
+      `bullmq-throttle supports bullmq ${SUPPORTED_BULLMQ_RANGE}, but bullmq ${version} is installed: ` +
         'install a supported version (npm install bullmq@6, or npm install bullmq@^5.67.0 to stay on bullmq 5).',
     );
   }
