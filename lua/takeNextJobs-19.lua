@@ -44,6 +44,7 @@
     ARGV[9]  the worker's limiter max ('' for none)    ARGV[10] its limiter duration (ms; '' for none)
     ARGV[11] K, then K lock tokens: up to K jobs are delivered, each locked with the next token not refused
     (test builds read one more trailing ARGV, a clock offset in ms)
+    bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 
   Class and bucket keys are composed from ARGV[4] and ARGV[5] (includes/schedulerKeys), as bullmq
   composes job keys from ARGV[1]: in Redis Cluster, give the queue a hash-tagged prefix such as {bull}.
@@ -69,7 +70,7 @@ local rcall = redis.call
 --- @include "includes/throttleStats"
 --- @include "includes/jobOrder"
 --- @include "includes/classifyInLua"
---- @include "bullmq/includes/getQueueMetadata"
+--- @include "bullmqLine/queueLists"
 --- @include "bullmq/includes/getNextDelayedTimestamp"
 --- @include "bullmq/includes/promoteDelayedJobs"
 --- @include "bullmq/includes/getRateLimitTTL"
@@ -105,8 +106,9 @@ local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local nowMsArg = intArg(nowMs)
 
-local isPausedOrMaxed, rateLimitMax, rateLimitDuration = getQueueMetadata(metaKey, activeKey, waitKey)
-promoteDelayedJobs(delayedKey, markerKey, waitKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
+-- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
+local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)
+promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
 -- As bullmq's moveToActive reads them: the queue's global max before the worker's, the worker's
 -- duration before the queue's.
 local limiterMax = tonumber(rateLimitMax) or workerLimiterMax

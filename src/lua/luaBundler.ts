@@ -1,16 +1,22 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { packageRoot } from '../packageRoot';
+import { installedBullmqCommandsDir } from '../bullmq/installedBullmq';
+import { defaultLuaVariant } from '../bullmq/selectAdapter';
 
 /**
  * Composes a Lua script from its `--- @include "path"` lines, as bullmq's own loader does:
  * each include is inlined once, where it is first named. Paths are relative to the including file;
  * `bullmq/…` names a file of the installed bullmq's commands, so that our scripts can reuse its Lua
- * (for example `bullmq/includes/prepareJobForProcessing`) rather than copy it.
+ * (for example `bullmq/includes/prepareJobForProcessing`) rather than copy it. `bullmqLine/…` names our
+ * include written for the installed bullmq's line (lua/includes/bullmq5/, lua/includes/bullmq6/), where our
+ * Lua must differ between lines (bullmq 5 keeps a paused queue's jobs in a `paused` list, 6 in wait).
  */
 export interface BundleOptions {
   /** Replaces an include's source, keyed by its path relative to lua/ without `.lua` (tests steer the clock this way). */
   overrides?: Readonly<Record<string, string>>;
+  /** The directory under lua/includes/ that `bullmqLine/…` names (default: the installed bullmq's adapter's). */
+  bullmqLine?: string;
 }
 
 const INCLUDE = /^[ \t]*-{2,3}[ \t]*@include[ \t]+["']([^"']+)["'][ \t]*;?[ \t]*$/gm;
@@ -26,15 +32,14 @@ export const LUA_DIR = join(packageRoot(), 'lua');
 
 let bullmqCommandsDir: string | undefined;
 function bullmqCommands(): string {
-  if (!bullmqCommandsDir) {
-    bullmqCommandsDir = join(dirname(require.resolve('bullmq/package.json')), 'dist', 'cjs', 'commands');
-  }
+  bullmqCommandsDir ??= installedBullmqCommandsDir();
   return bullmqCommandsDir;
 }
 
-function resolveInclude(name: string, fromDir: string): string {
+function resolveInclude(name: string, fromDir: string, options: BundleOptions): string {
   const withExt = name.endsWith('.lua') ? name : `${name}.lua`;
   if (withExt.startsWith('bullmq/')) return join(bullmqCommands(), withExt.slice('bullmq/'.length));
+  if (withExt.startsWith('bullmqLine/')) return join(LUA_DIR, 'includes', options.bullmqLine ?? defaultLuaVariant(), withExt.slice('bullmqLine/'.length));
   return resolve(fromDir, withExt);
 }
 
@@ -47,7 +52,7 @@ export function bundleLua(file: string, options: BundleOptions = {}): string {
   const included = new Set<string>();
   const expand = (path: string, source: string, chain: string[]): string =>
     source.replace(INCLUDE, (_line, name: string) => {
-      const target = resolveInclude(name, dirname(path));
+      const target = resolveInclude(name, dirname(path), options);
       if (chain.includes(target)) throw new Error(`Lua include cycle: ${[...chain, target].join(' -> ')}`);
       if (included.has(target)) return '';
       included.add(target);
@@ -60,7 +65,7 @@ export function bundleLua(file: string, options: BundleOptions = {}): string {
     });
   const asFunction = (path: string, source: string): string =>
     source.replace(FUNCTION, (_line, name: string, functionName: string) => {
-      const target = resolveInclude(name, dirname(path));
+      const target = resolveInclude(name, dirname(path), options);
       if (!existsSync(target)) throw new Error(`${path} makes a function of "${name}", but ${target} does not exist.`);
       const script = readFileSync(target, 'utf8');
       const includes = script.match(INCLUDE) ?? [];

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { raw2NextJobData, RedisQueueBackend } from 'bullmq';
+import { raw2NextJobData } from 'bullmq';
 import type { Logger } from 'pino';
 import { ThrottleConflictError } from '../errors/ThrottleConflictError';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
@@ -20,6 +20,7 @@ import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
 import { intakeRecords } from './intakeRecords';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobRelease } from './heldJobRelease';
+import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
 
 export interface GateOptions {
   queue: string;
@@ -84,21 +85,20 @@ interface DeliveryRequest {
   waits: number;
 }
 
-type Backend = RedisQueueBackend & { closing?: unknown };
-
 /**
- * Gates every path by which bullmq hands a job to a worker on the throttles: it replaces the backend's
- * moveToActive with a throttled delivery, and turns fetch-next off in completions, failures and retries,
- * fetching through the same gate instead. It also keeps this worker's declarations registered.
+ * Gates every path by which bullmq hands a job to a worker on the throttles: the line's adapter
+ * (src/bullmq/) puts a throttled delivery in place of bullmq's moveToActive and turns fetch-next off in
+ * completions, failures and retries, fetching through the same gate instead (the calls of `Gate`). It
+ * also keeps this worker's declarations registered.
  */
-export class ThrottleGate {
+export class ThrottleGate implements Gate {
   readonly workerId = randomUUID();
   readonly keys: ThrottleKeys;
   readonly queueKeys: QueueThrottleKeys;
   readonly ready: Promise<void>;
   private resolveReady!: () => void;
   private rejectReady!: (error: Error) => void;
-  private backend?: Backend;
+  private backend?: GatedQueue;
   private runner?: ScriptRunner;
   private completer?: JobCompleter;
   private registry?: DeclarationRegistry;
@@ -132,57 +132,69 @@ export class ThrottleGate {
     return this.config;
   }
 
-  /** Wraps a freshly built bullmq Redis backend so that every delivery goes through the throttles. */
-  attach(backend: RedisQueueBackend, workerOptions: { name?: string; lockDuration?: number; limiter?: { max: number; duration: number } }): RedisQueueBackend {
-    const b = backend as Backend;
-    this.backend = b;
+  /**
+   * Takes bullmq's side of the worker (src/bullmq/: bullmq 6's backend, or what bullmq 5's adapter builds from
+   * its Worker). The adapter maps the line's hooks onto deliver, finishThenFetch, complete/completeFromArgs
+   * and fetchAfterMove, so that every delivery goes through the throttles.
+   */
+  attach(queue: GatedQueue, workerOptions: { name?: string; lockDuration?: number; limiter?: { max: number; duration: number } }): void {
+    this.backend = queue;
     this.workerName = workerOptions.name ?? '';
     this.lockDuration = workerOptions.lockDuration ?? 30_000;
     this.limiter = workerOptions.limiter;
-    const completer = new JobCompleter(b, () => this.runner, this.queueKeys.refusedTokens,
-      (jobId, args) => b.moveToFinished(jobId, args as Parameters<typeof b.moveToFinished>[1]));
-    this.completer = completer;
-    const moveToFailed = b.moveToFailed.bind(b);
-    const moveToDelayed = b.moveToDelayed.bind(b);
-    const fetchesNext = (fetchNext: boolean) => fetchNext && !b.closing && !this.closed;
-    b.moveToActive = (token: string, name?: string) => this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName, 'fetch');
-    // The next fetch goes out right behind the completion on the same connection (one round trip, not
-    // two). Should Redis refuse the completion, the delivery script fetches nothing for its slot (the
-    // completion marks the slot's token refused first: lua/completeJobs-n.lua), as bullmq fetches only after
-    // a completion that succeeded. When ThrottledWorker expects it, the completion is reported without
-    // waiting for the next job, which it then takes with takeHandover.
-    const finishThenFetch = async <T extends { result?: unknown }>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> => {
-      const handOver = this.handoversExpected.delete(token);
-      if (!fetchesNext(fetchNext)) return finishing;
-      const next = this.moveToActive(token, this.workerName, 'next');
-      const done = await finishing.catch(async (error: unknown) => {
-        if (handOver) next.catch(() => undefined);
-        else await next.catch(() => undefined);
-        throw error;
-      });
-      if (handOver) {
-        // No next job in the result (an empty one would have bullmq emit 'drained'): it is handed over after.
-        done.result = undefined;
-        this.handovers.set(token, next);
-        return done;
-      }
-      done.result = await next;
+    this.completer = new JobCompleter(queue, () => this.runner, this.queueKeys.refusedTokens, (jobId, args) => queue.moveToFinished(jobId, args));
+  }
+
+  /** bullmq's main loop asks for a job (or getNextJob, or a slot after a delayed job): a moveToActive reply. */
+  deliver(token: string, name?: string): Promise<unknown[]> {
+    return this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName, 'fetch');
+  }
+
+  private fetchesNext(fetchNext: boolean): boolean {
+    return fetchNext && !this.backend?.closing && !this.closed;
+  }
+
+  /**
+   * A completion or failure made with fetch-next off: the slot's next job is fetched through the gate.
+   * The next fetch goes out right behind the completion on the same connection (one round trip, not
+   * two). Should Redis refuse a batched completion, the delivery script fetches nothing for its slot (the
+   * completion marks the slot's token refused first: lua/completeJobs-n.lua), as bullmq fetches only after
+   * a completion that succeeded; adapters hand failures, which are not batched, over once they are recorded.
+   * When ThrottledWorker expects it, the completion is reported without waiting for the next job, which it
+   * then takes with takeHandover.
+   */
+  async finishThenFetch<T extends Finished>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> {
+    const handOver = this.handoversExpected.delete(token);
+    if (!this.fetchesNext(fetchNext)) return finishing;
+    const next = this.moveToActive(token, this.workerName, 'next');
+    const done = await finishing.catch(async (error: unknown) => {
+      if (handOver) next.catch(() => undefined);
+      else await next.catch(() => undefined);
+      throw error;
+    });
+    if (handOver) {
+      // No next job in the result (an empty one would have bullmq emit 'drained'): it is handed over after.
+      done.result = undefined;
+      this.handovers.set(token, next);
       return done;
-    };
-    // Completions go in batches through the installed bullmq's moveToFinished (JobCompleter).
-    b.moveToCompleted = ((job, returnValue, removeOnComplete, token, fetchNext) =>
-      finishThenFetch(completer.complete(job, returnValue, removeOnComplete, token, false), token, fetchNext)) as typeof b.moveToCompleted;
-    // Failures are not batched, so no refused-token check covers them: the fetch waits for the failure to
-    // be recorded (one more round trip, on failures only).
-    b.moveToFailed = (async (job, failedReason, removeOnFail, token, fetchNext, fieldsToUpdate) => {
-      const failed = await moveToFailed(job, failedReason, removeOnFail, token, false, fieldsToUpdate);
-      return finishThenFetch(Promise.resolve(failed), token, fetchNext);
-    }) as typeof b.moveToFailed;
-    b.moveToDelayed = (async (jobId, timestamp, delay, token, opts = {}) => {
-      const result = await moveToDelayed(jobId, timestamp, delay, token, { ...opts, fetchNext: false });
-      return fetchesNext(Boolean(opts.fetchNext)) && token ? this.moveToActive(token, this.workerName, 'fetch') : result;
-    }) as typeof b.moveToDelayed;
-    return b;
+    }
+    done.result = await next;
+    return done;
+  }
+
+  /** Completes a job in a batch (JobCompleter), without fetching: as bullmq 6's backend.moveToCompleted answers. */
+  complete(job: never, returnValue: unknown, removeOnComplete: never, token: string): Promise<{ result: unknown; finishedOn: unknown }> {
+    return this.completer!.complete(job, returnValue, removeOnComplete, token);
+  }
+
+  /** Completes a job in a batch from moveToFinished's arguments (fetch-next off): as bullmq's moveToFinished answers. */
+  completeFromArgs(jobId: string, args: FinishArgs): Promise<unknown[]> {
+    return this.completer!.completeFromArgs(jobId, args);
+  }
+
+  /** After a move to delayed made with fetch-next off: the slot's next job through the gate when fetchNext. */
+  async fetchAfterMove(result: unknown, token: string | undefined, fetchNext: boolean): Promise<unknown> {
+    return this.fetchesNext(fetchNext) && token ? this.moveToActive(token, this.workerName, 'fetch') : result;
   }
 
   /** Registers this worker's declarations (retrying while Redis is unreachable) and starts the heartbeat. */

@@ -1,10 +1,11 @@
-import { createRedisBackend, Job, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
+import { Job, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
-import { assertSupportedBullmq } from './bullmqVersion';
+import { BullmqAdapter } from '../bullmq/BullmqAdapter';
+import { selectAdapter } from '../bullmq/selectAdapter';
 import { AttributesFunction } from './jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 
@@ -46,9 +47,11 @@ function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[
  */
 export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
   private readonly gate: ThrottleGate;
+  private readonly adapter: BullmqAdapter;
 
   constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
-    assertSupportedBullmq();
+    // The installed bullmq's line (UnsupportedBullmqError, naming the supported range, outside them).
+    const adapter = selectAdapter();
     const throttles = checkedThrottles(name, opts?.throttles);
     let worker: ThrottledWorker<DataType, ResultType, NameType> | undefined;
     const gate = new ThrottleGate({
@@ -64,9 +67,10 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, ...workerOptions } = opts;
-    super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, ((queueName, backendOptions, flags) =>
-      gate.attach(createRedisBackend(queueName, backendOptions, flags), backendOptions as WorkerOptions)) as typeof createRedisBackend);
+    super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
+    adapter.afterConstruct(this, gate);
     this.gate = gate;
+    this.adapter = adapter;
     worker = this;
     // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
     gate.start().catch(() => undefined);
@@ -89,25 +93,26 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   /**
    * As Worker's, except that the `completed` event fires as soon as the job is completed: the slot's next
    * job, fetched at the same time, may wait in this process for room to return, and is taken after.
+   * Every argument after the token goes on as given (the list differs between bullmq lines).
    */
-  protected override async handleCompleted(result: ResultType, job: Job<DataType, ResultType, NameType>, token: string, fetchNextCallback?: () => boolean, span?: Parameters<Worker['handleCompleted']>[4]): Promise<Job<DataType, ResultType, NameType>> {
+  protected override async handleCompleted(result: ResultType, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     this.gate.expectHandover(token);
-    const next = await super.handleCompleted(result, job, token, fetchNextCallback, span);
+    const next = await (super.handleCompleted as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, result, job, token, ...rest);
     return next ?? this.nextHandedOver(token);
   }
 
   /** As handleCompleted, for the `failed` event. */
-  protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, fetchNextCallback?: () => boolean, span?: Parameters<Worker['handleFailed']>[4]): Promise<Job<DataType, ResultType, NameType>> {
+  protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     this.gate.expectHandover(token);
-    const next = await super.handleFailed(err, job, token, fetchNextCallback, span);
+    const next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     return next ?? this.nextHandedOver(token);
   }
 
   private async nextHandedOver(token: string): Promise<Job<DataType, ResultType, NameType>> {
     if (!this.gate.endHandover(token)) return undefined as unknown as Job<DataType, ResultType, NameType>;
     try {
-      // Worker.moveToActive asks the backend, which hands over the fetch begun with the completion.
-      return await this.moveToActive(token, this.opts.name);
+      // Worker.moveToActive asks the gate (ThrottleGate.deliver), which hands over the fetch begun with the completion.
+      return (await this.adapter.moveToActive(this, token)) as Job<DataType, ResultType, NameType>;
     } catch (error) {
       // The job is completed or failed already: a failed fetch must not send bullmq to finish it again.
       // The slot is free, and bullmq's main loop fetches for it (as after any fetch it could not make).

@@ -3,12 +3,16 @@ import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 
-/** The queue-like things getThrottledCount accepts: a bullmq Queue (or Worker) has all of these. */
+/**
+ * The queue-like things getThrottledCount accepts: a bullmq Queue (or Worker) has all of these, its Redis
+ * connection as `backend.client` in bullmq 6 and as `client` in bullmq 5.
+ */
 export interface QueueLike {
   readonly name: string;
   readonly opts: { prefix?: string };
   readonly keys: Readonly<Record<string, string>>;
-  readonly backend: { readonly client: Promise<unknown> };
+  readonly backend?: { readonly client: Promise<unknown> };
+  readonly client?: Promise<unknown>;
 }
 
 export interface ThrottledCount {
@@ -26,7 +30,7 @@ export interface ThrottledCount {
  * then go back to bullmq's lists (see ThrottleAdmin.releaseHeld).
  */
 export async function getThrottledCount(queue: QueueLike): Promise<ThrottledCount> {
-  const client = (await queue.backend.client) as RedisClient;
+  const client = (await (queue.backend?.client ?? queue.client)) as RedisClient;
   const keys = new ThrottleKeys(queue.opts.prefix ?? 'bull').queue(queue.name);
   // Held jobs removed from outside since the workers last looked stop counting first.
   await forgetRemovedJobs(new ScriptRunner(client), queue.keys.events, keys);

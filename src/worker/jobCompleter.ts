@@ -1,14 +1,12 @@
-import { raw2NextJobData, RedisQueueBackend } from 'bullmq';
+import { raw2NextJobData } from 'bullmq';
 import { ScriptRunner } from '../lua/scripts';
+import { FinishArgs, GatedQueue } from '../bullmq/BullmqAdapter';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
-
-type CompleteArgs = Parameters<RedisQueueBackend['moveToCompleted']>;
-type Completed = Awaited<ReturnType<RedisQueueBackend['moveToCompleted']>>;
 
 interface Completion {
   jobId: string;
   /** moveToFinished's KEYS and ARGV, as bullmq's moveToCompletedArgs builds them. */
-  args: (string | number | boolean | Buffer | undefined)[];
+  args: FinishArgs;
 }
 
 /** Most completions one call carries. */
@@ -30,7 +28,7 @@ export class JobCompleter {
   private readonly batcher = new RequestBatcher<Completion, unknown>((batch) => this.serve(batch), MAX_BATCH, 1);
 
   constructor(
-    private readonly backend: RedisQueueBackend,
+    private readonly backend: GatedQueue,
     private readonly runner: () => ScriptRunner | undefined,
     /** Where a refused completion's token goes, so that the slot's next fetch gets no job (see lua/completeJobs-n.lua). */
     private readonly refusedTokensKey: string,
@@ -47,17 +45,23 @@ export class JobCompleter {
     this.batcher.flush();
   }
 
-  async complete(...[job, returnValue, removeOnComplete, token]: CompleteArgs): Promise<Completed> {
+  /** bullmq 6's backend.moveToCompleted without fetching, in a batch. */
+  async complete(job: never, returnValue: unknown, removeOnComplete: never, token: string): Promise<{ result: unknown; finishedOn: unknown }> {
     // As bullmq's moveToCompleted: a return value JSON cannot hold fails the completion.
     const value = JSON.stringify(returnValue);
-    const args = this.backend.moveToCompletedArgs(job, value, removeOnComplete, token, false) as Completion['args'];
-    const reply = await this.batcher.submit({ jobId: String(job.id), args });
+    const args = this.backend.moveToCompletedArgs(job, value, removeOnComplete, token, false);
+    // As bullmq's backend answers a completion that fetched nothing.
+    return { result: await this.completeFromArgs(String((job as { id?: unknown }).id), args), finishedOn: args[KEY_COUNT + 1] };
+  }
+
+  /** bullmq's moveToFinished for target 'completed' with fetch-next off, in a batch: answers as it does (an empty reply). */
+  async completeFromArgs(jobId: string, args: FinishArgs): Promise<unknown[]> {
+    const reply = await this.batcher.submit({ jobId, args });
     // The error bullmq's own call would have raised (lua/completeJobs-n.lua catches it per job).
     if (typeof reply === 'string') throw new Error(reply);
     const code = Number(reply);
-    if (code < 0) throw this.backend.finishedErrors({ code, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
-    // As bullmq's backend answers a completion that fetched nothing.
-    return { result: raw2NextJobData(code as unknown as unknown[]), finishedOn: args[KEY_COUNT + 1] } as unknown as Completed;
+    if (code < 0) throw this.backend.finishedErrors({ code, jobId, command: 'moveToFinished', state: 'active' });
+    return raw2NextJobData(code as unknown as unknown[]);
   }
 
   private async serve(batch: PendingRequest<Completion, unknown>[]): Promise<void> {
