@@ -2,7 +2,7 @@ import { QueueKeys } from 'bullmq';
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
-import { installedBullmqVersion } from './bullmqVersion';
+import { selectAdapter } from '../bullmq/selectAdapter';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 
 /**
@@ -24,7 +24,7 @@ export interface ReleaseOutcome {
 
 /** bullmq 5 moves a paused queue's waiting jobs to its `paused` LIST; bullmq 6 keeps them in wait. */
 function keepsPausedList(): boolean {
-  return Number(installedBullmqVersion().split('.')[0]) < 6;
+  return selectAdapter().line === 5;
 }
 
 export interface ReleaseBatch {
