@@ -28,5 +28,8 @@ export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
 export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSummary } from './admin/types';
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';
+export { RedisSetupError } from './errors/RedisSetupError';
+export { redisErrorKind } from './redis/redisErrorKind';
+export type { RedisErrorKind } from './redis/redisErrorKind';
 export { registerThrottleMetrics } from './metrics/registerThrottleMetrics';
 export type { ThrottleMetricsOptions, ThrottleMetrics, MetricsRegistry } from './metrics/registerThrottleMetrics';
