@@ -6,6 +6,7 @@ import { redisErrorCode } from './redisErrorKind';
 
 /** The page that explains what Redis needs (ACL, Cluster, persistence); messages point there. */
 const SEE = 'see docs/redis.md';
+const LIST = 'docs/redis.md lists every command a ThrottledWorker needs';
 /** Most keys of a refused call probed one by one to find the one the ACL denies. */
 const MAX_PROBES = 24;
 
@@ -29,34 +30,45 @@ interface FailedCommand {
  * what to change. For a denied key it asks Redis which of the call's keys the user may not read (one EXISTS
  * each), since Redis's reply does not say.
  */
-export async function describeRedisError(error: unknown, client: RedisClient, context: FailureContext): Promise<RedisSetupError> {
+export async function describeRedisError(error: unknown, client: RedisClient | undefined, context: FailureContext): Promise<RedisSetupError> {
   const reply = error instanceof Error ? error.message : String(error);
   const code = redisErrorCode(error) ?? 'ERR';
   const command = failedCommand(error);
   const what = command?.script ? `script '${command.script}'`
     : command?.name === 'evalsha' || command?.name === 'eval' ? 'one of bullmq\'s scripts'
     : command ? `command '${command.name.toUpperCase()}'` : 'a command';
-  const user = usernameOf(client);
+  // Without a client (the connection's own start failed) the user's name is unknown here.
+  const name = client ? usernameOf(client) : undefined;
+  const user = name ?? '<user>';
+  const theUser = name ? `Redis ACL user '${name}'` : "the connection's Redis ACL user";
   const pattern = `~${context.prefix}:*`;
   const start = `${context.who}: `;
   const original = ` (Redis replied: ${reply.split('\n')[0]})`;
 
+  if (/can't run this command or subcommand/i.test(reply)) {
+    const line = /@user_script:(\d+)/.exec(reply)?.[1];
+    return new RedisSetupError(
+      `${start}${theUser} may not run a command that ${what} calls${line ? ` (at its line ${line})` : ''}${original}. ` +
+        `Allow every command a ThrottledWorker needs (${LIST}), e.g. ACL SETUSER ${user} +@read +@write +@scripting -@dangerous +time +info +client|setname +client|list.`,
+      code, error,
+    );
+  }
   if (/^NOPERM\b.*\bcommand\b/.test(reply) || /no permissions to run/.test(reply)) {
     const denied = /'([^']+)' command/.exec(reply)?.[1] ?? command?.name ?? 'a command';
     return new RedisSetupError(
-      `${start}Redis ACL user '${user}' may not run the command '${denied}'${original}. ` +
-        `Allow it, e.g. ACL SETUSER ${user} +${denied}; ${SEE} lists every command a ThrottledWorker needs.`,
+      `${start}${theUser} may not run the command '${denied}'${original}. ` +
+        `Allow it, e.g. ACL SETUSER ${user} +${denied} (${LIST}).`,
       code, error,
     );
   }
   if (code === 'NOPERM' || /can't access at least one of the keys/i.test(reply)) {
-    const denied = command ? await deniedKeys(client, command.keys) : [];
+    const denied = command && client ? await deniedKeys(client, command.keys) : [];
     const keys = denied.length > 0 ? denied : command?.keys ?? [];
     const named = denied.length > 0
       ? `key${denied.length > 1 ? 's' : ''} ${quoted(denied)}`
       : keys.length > 0 ? `one of the keys ${quoted(keys.slice(0, 6))}${keys.length > 6 ? ', ...' : ''}` : 'a key';
     return new RedisSetupError(
-      `${start}Redis ACL user '${user}' may not access ${named}, used by ${what}${original}. ` +
+      `${start}${theUser} may not access ${named}, used by ${what}${original}. ` +
         `Grant read and write access to every key under the prefix '${context.prefix}' (bullmq's '${context.prefix}:<queue>:*' ` +
         `and this package's '${context.prefix}::*'), e.g. ACL SETUSER ${user} ${pattern}; ${SEE}.`,
       code, error,
@@ -72,7 +84,7 @@ export async function describeRedisError(error: unknown, client: RedisClient, co
   }
   if (code === 'WRONGPASS' || code === 'NOAUTH' || /invalid username-password pair/i.test(reply)) {
     return new RedisSetupError(
-      `${start}Redis refused the connection's credentials for user '${user}'${original}. ` +
+      `${start}Redis refused the connection's credentials${name ? ` for user '${name}'` : ''}${original}. ` +
         `Check the username and password in the connection options (and that the ACL user is enabled: ACL SETUSER ${user} on).`,
       code, error,
     );

@@ -22,8 +22,9 @@ const PERMANENT_MESSAGES: readonly RegExp[] = [
   /invalid username-password pair/i,
   // Cluster: a script touched a key of a slot this node does not serve ("Lua script ..." before Redis 7).
   /attempted to access a non local key/i,
-  // A script called a command on a key the ACL user may not access.
+  // A script called a command, or touched a key, that the ACL user may not.
   /can't access at least one of the keys/i,
+  /can't run this command or subcommand/i,
   // The server rejected one of the scripts: it does not compile, or failed while running (a bug, not a state).
   /Error compiling script/i,
   /user_script:\d+: /,

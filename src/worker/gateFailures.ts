@@ -127,9 +127,10 @@ export class GateFailures {
 
   private async describe(error: unknown): Promise<RedisSetupError> {
     const context = { who: this.who, prefix: this.options.prefix };
+    // Without a client (its own start failed) the message just cannot name a denied key.
+    const client = await this.client().catch(() => undefined);
     try {
-      const client = await this.client();
-      if (client) return await describeRedisError(error, client, context);
+      return await describeRedisError(error, client, context);
     } catch {
       // Describing must never hide the error itself.
     }
