@@ -43,13 +43,13 @@ export async function describeRedisError(error: unknown, client: RedisClient | u
   const theUser = name ? `Redis ACL user '${name}'` : "the connection's Redis ACL user";
   const pattern = `~${context.prefix}:*`;
   const start = `${context.who}: `;
-  const original = ` (Redis replied: ${reply.split('\n')[0]})`;
+  const original = ` (Redis replied: ${reply.split('\n')[0].replace(/\.$/, '')})`;
 
   if (/can't run this command or subcommand/i.test(reply)) {
     const line = /@user_script:(\d+)/.exec(reply)?.[1];
     return new RedisSetupError(
       `${start}${theUser} may not run a command that ${what} calls${line ? ` (at its line ${line})` : ''}${original}. ` +
-        `Allow every command a ThrottledWorker needs (${LIST}), e.g. ACL SETUSER ${user} +@read +@write +@scripting -@dangerous +time +info +client|setname +client|list.`,
+        `Allow every command a ThrottledWorker needs (docs/redis.md lists them), e.g. ACL SETUSER ${user} +@read +@write +@scripting -@dangerous +time +info +client|setname +client|list.`,
       code, error,
     );
   }
