@@ -129,7 +129,7 @@ export class ThrottleGate {
     });
     // A start-up failure is reported through run()/waitUntilReady(); never as an unhandled rejection.
     this.ready.catch(() => undefined);
-    this.failures = new GateFailures(options, async () => this.backend && ((await this.backend.client) as unknown as RedisClient));
+    this.failures = new GateFailures(options, async () => this.backend && ((await this.backend.client) as unknown as RedisClient), () => this.closed);
   }
 
   /** The error the start failed with (already emitted as `error` once), if it failed. */

@@ -47,6 +47,8 @@ export class GateFailures {
   constructor(
     private readonly options: GateFailureOptions,
     private readonly client: () => Promise<RedisClient | undefined>,
+    /** True once the worker closes: errors of calls cut short by closing are not reported (as bullmq does). */
+    private readonly closing: () => boolean = () => false,
   ) {}
 
   private get who(): string {
@@ -75,6 +77,7 @@ export class GateFailures {
 
   /** A task that runs again by itself (heartbeat, classification) failed: log sparingly, emit at most once a second. */
   report(task: string, error: unknown): void {
+    if (this.closing()) return;
     if (redisErrorKind(error) === 'permanent') {
       void this.describe(error).then((failure) => this.log(task, failure, 'error'));
     } else {
@@ -122,7 +125,13 @@ export class GateFailures {
     const now = performance.now();
     if (!always && now - this.lastEmitAt < EMIT_INTERVAL_MS) return;
     this.lastEmitAt = now;
-    this.options.onError?.(error);
+    try {
+      this.options.onError?.(error);
+    } catch (thrown) {
+      // No 'error' listener: EventEmitter throws, as Node means it to; but only once the gate's own state
+      // (a rejected start, a retry) is settled, so throw it from a turn of its own.
+      setImmediate(() => { throw thrown; });
+    }
   }
 
   private async describe(error: unknown): Promise<RedisSetupError> {
