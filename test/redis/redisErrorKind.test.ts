@@ -39,7 +39,7 @@ describe('redisErrorKind on real Redis replies', () => {
     limited = connect(server.url, { username: 'limited', password: 'pw' });
   });
   afterAll(async () => {
-    for (const client of clients) client.disconnect();
+    for (const client of clients) await (client.status === 'ready' ? client.quit().catch(() => client.disconnect()) : client.disconnect());
     for (const server of servers) await server.stop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });

@@ -144,6 +144,19 @@ describe('Redis faults', () => {
     }
   });
 
+  it('reads the eviction policy from INFO when the ACL denies CONFIG', async () => {
+    server = await startLocalRedisServer({ args: ['--maxmemory-policy', 'allkeys-random'] });
+    await admin(server).call('ACL', 'SETUSER', 'noconfig', 'on', '>pw', '+@all', '-config', '~*');
+    const spy = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    closers.push(async () => spy.mockRestore());
+    const { logger, lines } = capturingLogger();
+    const connection = { ...connectionFor(server.url), username: 'noconfig', password: 'pw' };
+    const { worker: w, errors } = worker('evict', { connection, prefix: 'evict', logger, throttles: [Throttle.named('api').limit(5, '1s')] });
+    await w.waitUntilReady();
+    await waitFor(() => lines.some((l) => /maxmemory-policy 'allkeys-random'/.test(l.msg)), 5_000, 'the warning');
+    expect(errors).toEqual([]);
+  });
+
   it('after an outage longer than the declarations live, no live ThrottledWorker is taken for a plain one', async () => {
     server = await startLocalRedisServer();
     const proxy = new TcpProxy({ host: '127.0.0.1', port: server.port });
