@@ -20,6 +20,7 @@ import { intakeRecords } from './intakeRecords';
 import { JobCompleter } from './jobCompleter';
 import { GateFailures } from './gateFailures';
 import { watchConnection } from './watchConnection';
+import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 
 export interface GateOptions {
@@ -196,7 +197,7 @@ export class ThrottleGate {
     for (;;) {
       if (this.closed) return this.rejectReady(new Error(`ThrottledWorker for '${queue}' closed before it started`));
       try {
-        const client = (await backend.client) as unknown as RedisClient;
+        const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
         this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
           workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),

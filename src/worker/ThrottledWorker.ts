@@ -79,8 +79,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
 
   /** Resolves once the worker's connection is ready and its throttle declarations are registered. */
   override async waitUntilReady(): Promise<void> {
-    await super.waitUntilReady();
-    await this.gate.ready;
+    // Both, but a failed start rejects at once: the connection may never become ready (a wrong password).
+    await Promise.all([super.waitUntilReady(), this.gate.ready]);
   }
 
   override async run(): Promise<void> {

@@ -20,6 +20,12 @@ const LOG_INTERVAL_MS = 30_000;
  */
 const DELIVERY_RETRY_FIRST_MS = 100;
 const DELIVERY_RETRY_MOST_MS = 2_000;
+/** How long describing an error waits for a client to probe keys with (one that never connects: none). */
+const CLIENT_WAIT_MS = 1_000;
+
+function delay(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+}
 
 export interface GateFailureOptions {
   queue: string;
@@ -136,8 +142,8 @@ export class GateFailures {
 
   private async describe(error: unknown): Promise<RedisSetupError> {
     const context = { who: this.who, prefix: this.options.prefix };
-    // Without a client (its own start failed) the message just cannot name a denied key.
-    const client = await this.client().catch(() => undefined);
+    // Without a ready client (its connection was refused) the message just cannot name a denied key.
+    const client = await Promise.race([this.client().catch(() => undefined), delay(CLIENT_WAIT_MS)]);
     try {
       return await describeRedisError(error, client, context);
     } catch {

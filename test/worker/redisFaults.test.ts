@@ -62,6 +62,21 @@ describe('Redis faults', () => {
     expect(errors[0]).toBeInstanceOf(RedisSetupError);
   });
 
+  it('a wrong password fails the start at once, though the connection keeps retrying', async () => {
+    server = await startLocalRedisServer();
+    await admin(server).call('ACL', 'SETUSER', 'jobs', 'on', '>secret', '+@all', '~*');
+    const connection = { ...connectionFor(server.url), username: 'jobs', password: 'wrong' };
+    const { worker: w, errors } = worker('orders', { connection, prefix: 'pass', autorun: false, throttles: [Throttle.named('api').limit(5, '1s')] });
+    const failure = await Promise.race([
+      w.waitUntilReady().then(() => undefined, (error: Error) => error),
+      new Promise<string>((r) => setTimeout(() => r('still pending after 5 s'), 5_000)),
+    ]) as Error;
+    expect(failure).toBeInstanceOf(RedisSetupError);
+    expect(failure.message).toContain("ThrottledWorker('orders'): Redis refused the connection's credentials");
+    expect(failure.message).toContain('WRONGPASS');
+    expect(errors.filter((e) => e instanceof RedisSetupError)).toEqual([failure]);
+  });
+
   /** Fills Redis past a maxmemory under noeviction: every write that adds memory is refused (OOM). */
   async function runOutOfMemory(redis: Redis): Promise<void> {
     await redis.set('ballast', 'x'.repeat(4_000_000));
