@@ -96,7 +96,9 @@ describe('Redis faults', () => {
     const queue = new Queue('oom', { connection, prefix: 'oom' });
     closers.push(() => queue.close());
     const processed = new Set<string>();
-    const { worker: w, errors } = worker('oom', { connection, prefix: 'oom', concurrency: 10, throttles: [Throttle.named('api').limit(200, '1s')] },
+    const { logger, lines } = capturingLogger();
+    // Heartbeats every 200 ms: each fails under OOM, and a few lines, not twenty, say so.
+    const { worker: w, errors } = worker('oom', { connection, prefix: 'oom', logger, concurrency: 10, declarationTtlMs: 600, throttles: [Throttle.named('api').limit(200, '1s')] },
       async () => undefined);
     w.on('completed', (job) => processed.add(job.id!));
     await w.waitUntilReady();
@@ -107,6 +109,9 @@ describe('Redis faults', () => {
     expect(during.length).toBeGreaterThanOrEqual(1);
     expect(during.length).toBeLessThanOrEqual(6);
     expect(during.every((e) => /OOM/.test(e.message))).toBe(true);
+    const failureLines = lines.filter((l) => / failed; retrying/.test(l.msg));
+    expect(failureLines.length).toBeGreaterThanOrEqual(1);
+    expect(failureLines.length).toBeLessThanOrEqual(4);
     await redis.config('SET', 'maxmemory', '0');
     await waitFor(() => processed.size === 1500, 30_000, 'every job after memory is raised');
     expect(await queue.getJobCounts('completed', 'active', 'wait', 'failed')).toEqual({ completed: 1500, active: 0, wait: 0, failed: 0 });
