@@ -29,5 +29,8 @@ export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSum
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';
 export { QueueStillThrottledError } from './errors/QueueStillThrottledError';
+export { RedisSetupError } from './errors/RedisSetupError';
+export { redisErrorKind } from './redis/redisErrorKind';
+export type { RedisErrorKind } from './redis/redisErrorKind';
 export { registerThrottleMetrics } from './metrics/registerThrottleMetrics';
 export type { ThrottleMetricsOptions, ThrottleMetrics, MetricsRegistry } from './metrics/registerThrottleMetrics';

@@ -14,6 +14,8 @@ export interface GatedQueue {
   readonly keys: Readonly<Record<string, string>>;
   /** Truthy while the worker closes: no next job is fetched then. */
   readonly closing?: unknown;
+  /** bullmq's RedisConnection of the worker, whose `error` events tell a refused connection (wrong password) early. */
+  readonly connection?: unknown;
   moveToCompletedArgs(job: never, returnValue: unknown, removeOnComplete: never, token: string, fetchNext: boolean): FinishArgs;
   finishedErrors(error: { code: number; jobId: string; command: string; state: string }): Error;
   /** bullmq's own moveToFinished, ungated: for completions a batch could not make. */

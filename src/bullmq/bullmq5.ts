@@ -63,6 +63,7 @@ export const bullmq5: BullmqAdapter = {
       get client() { return w.client; },
       keys: w.keys,
       get closing() { return w.closing; },
+      get connection() { return (w as { connection?: unknown }).connection; },
       moveToCompletedArgs: scripts.moveToCompletedArgs.bind(scripts),
       finishedErrors: scripts.finishedErrors.bind(scripts),
       moveToFinished,

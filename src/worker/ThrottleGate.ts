@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { raw2NextJobData } from 'bullmq';
 import type { Logger } from 'pino';
-import { ThrottleConflictError } from '../errors/ThrottleConflictError';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
@@ -21,6 +20,10 @@ import { intakeRecords } from './intakeRecords';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobRelease } from './heldJobRelease';
 import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
+import { GateFailures } from './gateFailures';
+import { watchConnection } from './watchConnection';
+import { clientOrRefusal } from './clientOrRefusal';
+import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 
 export interface GateOptions {
   queue: string;
@@ -36,6 +39,8 @@ export interface GateOptions {
   mayWait: () => boolean;
   /** Internal: tests swap in scripts built with a steerable clock. */
   scripts?: Map<string, LuaScript>;
+  /** Emits `error` on the worker (GateFailures decides when). */
+  onError?: (error: Error) => void;
 }
 
 /** How many jobs one intake takes for classification, and how long their lease lasts. */
@@ -115,6 +120,8 @@ export class ThrottleGate implements Gate {
   private limiter?: { max: number; duration: number };
   /** The registry as last read: the plain-worker check compares against it. */
   private liveEntries: RegistryEntry[] = [];
+  private readonly failures: GateFailures;
+  private failedStart?: Error;
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix);
@@ -126,6 +133,12 @@ export class ThrottleGate implements Gate {
     });
     // A start-up failure is reported through run()/waitUntilReady(); never as an unhandled rejection.
     this.ready.catch(() => undefined);
+    this.failures = new GateFailures(options, async () => this.backend && ((await this.backend.client) as unknown as RedisClient), () => this.closed);
+  }
+
+  /** The error the start failed with (already emitted as `error` once), if it failed. */
+  get startFailure(): Error | undefined {
+    return this.failedStart;
   }
 
   get currentConfig(): QueueConfig | undefined {
@@ -206,25 +219,27 @@ export class ThrottleGate implements Gate {
     for (;;) {
       if (this.closed) return this.rejectReady(new Error(`ThrottledWorker for '${queue}' closed before it started`));
       try {
-        const client = (await backend.client) as unknown as RedisClient;
+        const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
         this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
           workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
         }, declarationTtlMs);
-        this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger);
+        this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger, declarationTtlMs);
         await this.refreshConfig(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
         logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
-        this.watchConnection(client);
+        watchConnection(client, logger, queue);
+        this.failures.recovered('registering throttle declarations');
+        void warnIfEvicting(client, logger);
         break;
       } catch (error) {
-        if (error instanceof ThrottleConflictError) {
-          logger.error({ queue, err: error }, 'throttle conflict: the worker does not start');
+        const failure = await this.failures.atStart(error);
+        if (failure) {
           await this.registry?.withdraw().catch(() => undefined);
           this.closed = true;
-          return this.rejectReady(error);
+          this.failedStart = failure;
+          return this.rejectReady(failure);
         }
-        logger.warn({ queue, err: error, retryInMs: backoffMs }, 'cannot register throttle declarations yet; retrying');
         await sleep(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 5_000);
       }
@@ -240,28 +255,15 @@ export class ThrottleGate implements Gate {
     this.refreshing ??= this.beat().finally(() => { this.refreshing = undefined; });
   }
 
-  /** Logs Redis connection losses and recoveries of this worker's connection. */
-  private watchConnection(client: RedisClient): void {
-    let lost = false;
-    const { logger, queue } = this.options;
-    client.on('reconnecting', () => {
-      if (!lost) logger.warn({ queue }, 'lost the Redis connection; reconnecting');
-      lost = true;
-    });
-    client.on('ready', () => {
-      if (lost) logger.info({ queue }, 'reconnected to Redis');
-      lost = false;
-    });
-  }
-
   private async beat(): Promise<void> {
     try {
       await this.refreshConfig(false);
       if (!this.closed) await this.heldRelease.release(this.runner!, this.registry!.takeLapsedQueues());
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
+      this.failures.recovered('throttle heartbeat');
     } catch (error) {
-      this.options.logger.warn({ queue: this.options.queue, err: error }, 'throttle heartbeat failed; will retry');
+      this.failures.report('throttle heartbeat', error);
     }
   }
 
@@ -373,6 +375,7 @@ export class ThrottleGate implements Gate {
         this.completer?.flush();
         const taken: TakeReply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
         reply = taken;
+        this.failures.deliverySucceeded();
         // Slots whose completion Redis refused get nothing: their completion's error is what bullmq sees.
         if (taken.refused.size > 0) {
           pending.filter((_, i) => taken.refused.has(i)).forEach((p) => p.resolve(raw2NextJobData(0 as unknown as unknown[])));
@@ -392,7 +395,7 @@ export class ThrottleGate implements Gate {
         if (reply.unclassified > 0 && !this.closed) {
           if (pending.length === 0) {
             // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
-            void this.classifyBatch().catch((error) => this.options.logger.warn({ queue: this.options.queue, err: error }, 'classifying jobs failed'));
+            void this.classifyBatch().catch((error) => this.failures.report('classifying jobs', error));
           } else if (round < 3 && (await this.classifyBatch()) > 0) {
             continue;
           }
@@ -402,7 +405,19 @@ export class ThrottleGate implements Gate {
       }
       this.waitOrHandBack(pending, reply);
     } catch (error) {
-      for (const request of pending) request.reject(error as Error);
+      this.retryLater(pending, this.failures.deliveryFailed(error));
+    }
+  }
+
+  /**
+   * Requests whose delivery call failed wait `inMs`, then try again, rather than go back to bullmq: its main
+   * loop would emit `error` and ask again at once, thousands of times a second while Redis refuses (OOM).
+   */
+  private retryLater(pending: PendingRequest<DeliveryRequest, unknown[]>[], inMs: number): void {
+    const mayWait = !this.closed && this.options.mayWait();
+    for (const p of pending) {
+      if (mayWait) this.parked.park(p, inMs);
+      else p.resolve(raw2NextJobData([0, 0, 0, 0]));
     }
   }
 
@@ -517,7 +532,7 @@ export class ThrottleGate implements Gate {
           if (records.length > 0) await this.place(records);
         }
       } catch (error) {
-        this.options.logger.warn({ queue: this.options.queue, err: error }, 'reclassifying held jobs failed; will retry');
+        this.failures.report('reclassifying held jobs', error);
       } finally {
         this.reclaiming = undefined;
       }

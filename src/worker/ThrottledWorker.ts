@@ -65,6 +65,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       concurrency: () => worker?.concurrency ?? opts.concurrency ?? 1,
       mayWait: () => !worker?.isPaused(),
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
+      onError: (error) => worker?.emit('error', error),
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, ...workerOptions } = opts;
     super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
@@ -75,14 +76,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
     gate.start().catch(() => undefined);
     if (opts.autorun !== false && processor) {
-      this.run().catch((error: Error) => this.emit('error', error));
+      // A failed start was emitted once already, by the gate.
+      this.run().catch((error: Error) => { if (error !== gate.startFailure) this.emit('error', error); });
     }
   }
 
   /** Resolves once the worker's connection is ready and its throttle declarations are registered. */
   override async waitUntilReady(): Promise<void> {
-    await super.waitUntilReady();
-    await this.gate.ready;
+    // Both, but a failed start rejects at once: the connection may never become ready (a wrong password).
+    await Promise.all([super.waitUntilReady(), this.gate.ready]);
   }
 
   override async run(): Promise<void> {
