@@ -47,7 +47,9 @@ afterAll(async () => {
 describe('npm pack', () => {
   it('holds both builds with their types, the CLI, every Lua script and include, README, LICENSE and CHANGELOG', () => {
     const lua = readdirSync(join(ROOT, 'lua')).filter((f) => f.endsWith('.lua')).map((f) => `lua/${f}`);
-    const includes = readdirSync(join(ROOT, 'lua', 'includes')).map((f) => `lua/includes/${f}`);
+    // Includes, with each bullmq line's own (lua/includes/bullmq5/, bullmq6/).
+    const includes = (readdirSync(join(ROOT, 'lua', 'includes'), { recursive: true }) as string[])
+      .filter((f) => f.endsWith('.lua')).map((f) => `lua/includes/${f.split('\\').join('/')}`);
     expect(lua.length).toBeGreaterThan(0);
     expect(includes.length).toBeGreaterThan(0);
     const expected = [
