@@ -7,7 +7,7 @@ import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 import { declarationData, DeclarationRegistry } from './declarationRegistry';
-import { AttributesFunction, IntakeRecord, JobClassifier, Placement } from './jobClassifier';
+import { AttributesFunction, JobClassifier } from './jobClassifier';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { effectiveThrottle, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
@@ -16,8 +16,10 @@ import { MarkerWakeTimer } from './markerWakeTimer';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
 import { ParkedRequests } from './parkedRequests';
 import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
-import { intakeRecords } from './intakeRecords';
 import { JobCompleter } from './jobCompleter';
+import { HeldJobPlacer } from './heldJobPlacer';
+import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
+import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
 import { HeldJobRelease } from './heldJobRelease';
 import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
 import { GateFailures } from './gateFailures';
@@ -43,53 +45,6 @@ export interface GateOptions {
   onError?: (error: Error) => void;
 }
 
-/** How many jobs one intake takes for classification, and how long their lease lasts. */
-const INTAKE_BATCH = 200;
-const INTAKE_LEASE_MS = 30_000;
-/**
- * Most slots one delivery call serves, and most delivery calls in flight at once. Requests that arrive while
- * a call runs make the next call's batch; a second call goes before the first returns only with at least
- * MIN_OVERLAPPING_BATCH requests, so that Node and Redis work at the same time without splitting batches
- * into small ones (measured with workerThroughput at concurrency 50: 1 in flight ~0.6 of plain bullmq,
- * 2 with a minimum of 24 ~0.75-0.8, 2 or 3 with any batch worse than 1).
- * Completions waiting for their own call go just ahead of each delivery call (JobCompleter.flush): a slot's
- * next job is handed over only after its completion, so a completion that waited for the previous completion
- * call to return made the slot wait longer than its fetch did (measured: 1.8 ms against 1.5 ms; sending them
- * with the delivery call took workerThroughput at concurrency 50 from 0.66-0.82 to 0.85-1.14 of plain bullmq).
- */
-const MAX_BATCH = 64;
-const MAX_CALLS_IN_FLIGHT = 2;
-const MIN_OVERLAPPING_BATCH = 24;
-/**
- * A slot's request that finds no room waits in this process for room to return, rather than go back to
- * bullmq to block on the queue's marker: bullmq's main loop asks again one slot at a time, and room left
- * unused until it does is lost for good (at 100 per 100 ms, one worker of concurrency 50 sustained ~98.5%
- * of N/W without waiting this way, 99.0-99.3% with). A request from bullmq's main loop waits only while room
- * returns within SHORT_WAIT_MS, MAX_SHORT_WAITS times at most: the main loop awaits it, so it could hold
- * back a job of another bucket. A slot's next fetch after a completion or failure waits while room returns
- * within PARK_MS, for as long as at least one slot is left to the main loop (which then blocks on the
- * marker and takes new jobs of any bucket; each job it takes sends the waiting requests back to look too).
- * The worker's `completed` and `failed` events fire before that wait (ThrottledWorker.handleCompleted).
- */
-const SHORT_WAIT_MS = 5;
-const MAX_SHORT_WAITS = 10;
-const PARK_MS = 1_000;
-/**
- * A blocked worker is woken this much before room returns: the wake (timer, marker, bullmq's blocking read,
- * its fetch) takes a ms or two, and a call that comes early waits the rest out as above (100 per 100 ms
- * sustained ~98.0% of N/W waking on time, ~98.5-98.8% waking 2-3 ms early).
- */
-const EARLY_WAKE_MS = 2;
-
-interface DeliveryRequest {
-  token: string;
-  name: string;
-  /** 'fetch': bullmq's main loop asks (and awaits it); 'next': a slot's next job after a completion or failure. */
-  kind: 'fetch' | 'next';
-  /** Times it waited for room. */
-  waits: number;
-}
-
 /**
  * Gates every path by which bullmq hands a job to a worker on the throttles: the line's adapter
  * (src/bullmq/) puts a throttled delivery in place of bullmq's moveToActive and turns fetch-next off in
@@ -108,11 +63,9 @@ export class ThrottleGate implements Gate {
   private completer?: JobCompleter;
   private registry?: DeclarationRegistry;
   private config?: QueueConfig;
-  private readonly classifier: JobClassifier;
+  private readonly placer: HeldJobPlacer;
   private detector?: PlainWorkerDetector;
   private heartbeat?: NodeJS.Timeout;
-  private classifying?: Promise<number>;
-  private reclaiming?: Promise<void>;
   private closed = false;
   private workerName = '';
   private lockDuration = 30_000;
@@ -126,7 +79,20 @@ export class ThrottleGate implements Gate {
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix);
     this.queueKeys = this.keys.queue(options.queue);
-    this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
+    this.placer = new HeldJobPlacer({
+      queue: options.queue,
+      queueKeys: this.queueKeys,
+      throttlePrefix: this.keys.throttlePrefix,
+      classifier: new JobClassifier(options.attributes, options.logger, options.queue),
+      runner: () => this.runner!,
+      bullmqKeys: () => this.backend!.keys,
+      client: async () => (await this.backend!.client) as unknown as RedisClient,
+      config: () => this.config,
+      refreshConfig: () => this.refreshConfig(false),
+      closed: () => this.closed,
+      report: (what, error) => this.failures.report(what, error),
+      warn: (fields, message) => options.logger.warn(fields, message),
+    });
     this.ready = new Promise<void>((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -306,26 +272,10 @@ export class ThrottleGate implements Gate {
     if (!starting && previous && previous.gen !== config.gen) this.reclaimInBackground();
   }
 
-  /**
-   * Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation,
-   * unless the queue's config came from a newer registry version than `version`.
-   */
-  private async publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<'changed' | 'unchanged' | 'stale'> {
-    const keys = [this.queueKeys.state, this.backend!.keys.marker, ...throttles.map((t) => this.keys.effectiveLimits(t.name))];
-    const args: (string | number)[] = [
-      config?.gen ?? '',
-      config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
-      config?.luaSpec ?? '',
-      this.options.declarationTtlMs * 3,
-      version,
-      force ? '1' : '',
-    ];
-    for (const throttle of throttles) {
-      args.push(throttle.limits.length);
-      for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
-    }
-    const reply = Number(await this.runner!.run('publishQueueConfig', keys, args));
-    return reply === 1 ? 'changed' : reply === -1 ? 'stale' : 'unchanged';
+  private publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<PublishOutcome> {
+    return publishQueueConfig(this.runner!, this.keys, this.queueKeys, this.backend!.keys.marker, {
+      config, version, force, throttles, stateTtlMs: this.options.declarationTtlMs * 3,
+    });
   }
 
   /**
@@ -483,72 +433,12 @@ export class ThrottleGate implements Gate {
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
   classifyBatch(): Promise<number> {
-    this.classifying ??= (async () => {
-      try {
-        const keys = this.backend!.keys;
-        const reply = (await this.runner!.run('intakeJobs', [keys.wait, keys.prioritized, this.queueKeys.intake, keys.meta, keys.marker], [
-          keys[''], INTAKE_BATCH, INTAKE_LEASE_MS,
-        ])) as unknown[];
-        return await this.place(intakeRecords(reply));
-      } finally {
-        this.classifying = undefined;
-      }
-    })();
-    return this.classifying;
-  }
-
-  private async place(records: IntakeRecord[]): Promise<number> {
-    if (records.length === 0) return 0;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const config = this.config!;
-      const placements = records.map((record): Placement => this.classifier.place(record, config));
-      const args: (string | number)[] = [this.backend!.keys[''], this.queueKeys.base, config.gen, this.keys.throttlePrefix, placements.length];
-      for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
-      const q = this.queueKeys;
-      const [placed] = (await this.runner!.run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, this.backend!.keys.marker, q.classState], args)) as number[];
-      if (Number(placed) >= 0) return Number(placed);
-      // Another worker published a newer config generation: catch up and classify again.
-      await this.refreshConfig(false);
-    }
-    this.options.logger.warn({ queue: this.options.queue, jobs: records.length }, 'config kept changing while classifying; jobs return to wait when their lease ends');
-    return 0;
+    return this.placer.classifyBatch();
   }
 
   /** Moves held jobs of classes from an older config generation back through classification. */
   reclaimInBackground(): void {
-    if (this.reclaiming || this.closed || !this.config) return;
-    this.reclaiming = (async () => {
-      try {
-        for (;;) {
-          if (this.closed || !this.config) return;
-          const gen = this.config.gen;
-          const members = await this.staleClasses(gen);
-          if (members.length === 0) return;
-          const q = this.queueKeys;
-          const reply = (await this.runner!.run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince, q.removedHeld], [
-            this.backend!.keys[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, this.keys.throttlePrefix, ...members,
-          ])) as unknown[];
-          const records = intakeRecords(reply);
-          if (records.length > 0) await this.place(records);
-        }
-      } catch (error) {
-        this.failures.report('reclassifying held jobs', error);
-      } finally {
-        this.reclaiming = undefined;
-      }
-    })();
-  }
-
-  private async staleClasses(gen: string): Promise<string[]> {
-    const client = (await this.backend!.client) as unknown as RedisClient;
-    const found = new Set<string>(await client.srandmember(this.queueKeys.stale, 64));
-    let cursor = '0';
-    do {
-      const [next, members] = await client.sscan(this.queueKeys.classes, cursor, 'COUNT', 500);
-      cursor = next;
-      for (const member of members) if (!member.startsWith(`${gen}/`)) found.add(member);
-    } while (cursor !== '0' && found.size < 64);
-    return [...found].filter((member) => !member.startsWith(`${gen}/`)).slice(0, 64);
+    if (!this.closed) this.placer.reclaimInBackground();
   }
 
   /**
@@ -563,8 +453,7 @@ export class ThrottleGate implements Gate {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.wakeTimer.stop();
     this.releaseWaiting();
-    await this.classifying?.catch(() => undefined);
-    await this.reclaiming;
+    await this.placer.settled();
     await this.refreshing;
     if (!this.registry || !this.backend) return async () => undefined;
     let spare: RedisClient;
