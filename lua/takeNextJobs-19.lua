@@ -42,7 +42,10 @@
              the queue's (a worker whose own declarations are not in the published config yet, or that
              read the registry after another, leaves them to be classified once they agree)
     ARGV[9]  the worker's limiter max ('' for none)    ARGV[10] its limiter duration (ms; '' for none)
-    ARGV[11] K, then K lock tokens: up to K jobs are delivered, each locked with the next token not refused
+    ARGV[11] the caller's clock (ms): used only to promote delayed jobs, as bullmq's moveToActive promotes
+             them on its caller's clock (delays are set on the producer's); every throttle decision, and
+             processedOn, read the Redis server's TIME
+    ARGV[12] K, then K lock tokens: up to K jobs are delivered, each locked with the next token not refused
     (test builds read one more trailing ARGV, a clock offset in ms)
     bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 
@@ -52,7 +55,8 @@
   Output:
     { nowUs, nextWakeUs, nextDelayedMs, unclassified, stale, dropped, gen, more, n, rateLimitMs, r,
       refused_1, ..., refused_r, id_1, job_1, ..., id_n, job_n }
-    nextWakeUs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none);
+    nextWakeUs: when a full bucket next has room (0: none); nextDelayedMs: the next delayed job (0: none; on
+    the callers' clock, as bullmq keeps it);
     both are only worked out when fewer than K jobs went. unclassified: jobs in wait/prioritized that the
     worker must classify (0 while this script classifies them); more: 1 when the budget ran out with
     jobs still to look at (call again); stale: classes of an older config generation; dropped: held ids whose job had been
@@ -88,17 +92,18 @@ local queueBase, throttlePrefix = ARGV[4], ARGV[5]
 local budget, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
 local callerGen = ARGV[8]
 local workerLimiterMax, workerLimiterMs = tonumber(ARGV[9]), tonumber(ARGV[10])
-local K = tonumber(ARGV[11])
+local callerMs = tonumber(ARGV[11])
+local K = tonumber(ARGV[12])
 
 -- Slots whose completion was refused are left out; the others are served in order.
 local tokens, refused = {}, {}
 if rcall('EXISTS', refusedKey) == 1 then
   for i = 1, K do
-    local token = ARGV[11 + i]
+    local token = ARGV[12 + i]
     if rcall('SREM', refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
   end
 else
-  for i = 1, K do tokens[i] = ARGV[11 + i] end
+  for i = 1, K do tokens[i] = ARGV[12 + i] end
 end
 local wanted = #tokens
 
@@ -108,7 +113,7 @@ local nowMsArg = intArg(nowMs)
 
 -- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
 local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)
-promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, nowMs, pcKey, isPausedOrMaxed)
+promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, callerMs, pcKey, isPausedOrMaxed)
 -- As bullmq's moveToActive reads them: the queue's global max before the worker's, the worker's
 -- duration before the queue's.
 local limiterMax = tonumber(rateLimitMax) or workerLimiterMax

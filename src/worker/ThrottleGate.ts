@@ -15,7 +15,7 @@ import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
 import { ParkedRequests } from './parkedRequests';
-import { nextLookMs, takeNextJobs, TakeReply } from './takeNextJobs';
+import { nextLookLocalMs, takeNextJobs, TakeReply } from './takeNextJobs';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobPlacer } from './heldJobPlacer';
 import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
@@ -171,9 +171,15 @@ export class ThrottleGate implements Gate {
     return this.completer!.completeFromArgs(jobId, args);
   }
 
-  /** After a move to delayed made with fetch-next off: the slot's next job through the gate when fetchNext. */
+  /**
+   * After a move to delayed made with fetch-next off: the slot's next job through the gate when fetchNext.
+   * As bullmq's moveToDelayed, the answer is a job or nothing (`result`, the move's own answer), never a
+   * rate-limit delay or a time to look again.
+   */
   async fetchAfterMove(result: unknown, token: string | undefined, fetchNext: boolean): Promise<unknown> {
-    return this.fetchesNext(fetchNext) && token ? this.moveToActive(token, this.workerName, 'fetch') : result;
+    if (!this.fetchesNext(fetchNext) || !token) return result;
+    const next = await this.moveToActive(token, this.workerName, 'fetch');
+    return next[0] ? next : result;
   }
 
   /** Registers this worker's declarations (retrying while Redis is unreachable) and starts the heartbeat. */
@@ -374,8 +380,9 @@ export class ThrottleGate implements Gate {
   /** Requests a call could not serve: each waits for room (see PARK_MS) or goes back to bullmq with no job. */
   private waitOrHandBack(pending: PendingRequest<DeliveryRequest, unknown[]>[], reply: TakeReply | undefined): void {
     if (pending.length === 0) return;
-    const next = reply && nextLookMs(reply);
-    const roomInMs = next === undefined || reply === undefined ? undefined : next - reply.nowUs / 1000;
+    const localNow = Date.now();
+    const next = reply && nextLookLocalMs(reply, localNow);
+    const roomInMs = next === undefined ? undefined : next - localNow;
     let parkedNext = this.parked.count((request) => request.kind === 'next');
     const mayParkNext = Math.max(0, this.options.concurrency() - 1);
     const mayWait = !this.closed && this.options.mayWait() && !(reply && reply.rateLimitMs > 0);
@@ -417,9 +424,10 @@ export class ThrottleGate implements Gate {
 
   /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
   private localDelayUntil(reply: TakeReply): number {
-    const next = nextLookMs(reply);
+    const localNow = Date.now();
+    const next = nextLookLocalMs(reply, localNow);
     if (next === undefined) return 0;
-    const local = Math.max(Math.ceil(next - reply.nowUs / 1000 + Date.now()), Date.now() + 1);
+    const local = Math.max(Math.ceil(next), localNow + 1);
     this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
     return local;

@@ -47,6 +47,7 @@ function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[
  */
 export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
   private readonly gate: ThrottleGate;
+  private readonly autorun: boolean;
   private readonly adapter: BullmqAdapter;
 
   constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
@@ -75,7 +76,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     worker = this;
     // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
     gate.start().catch(() => undefined);
-    if (opts.autorun !== false && processor) {
+    this.autorun = opts.autorun !== false && Boolean(processor);
+    if (this.autorun) {
       // A failed start was emitted once already, by the gate.
       this.run().catch((error: Error) => { if (error !== gate.startFailure) this.emit('error', error); });
     }
@@ -85,6 +87,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   override async waitUntilReady(): Promise<void> {
     // Both, but a failed start rejects at once: the connection may never become ready (a wrong password).
     await Promise.all([super.waitUntilReady(), this.gate.ready]);
+    // bullmq's run (lock manager, stalled checks, main loop) starts once the gate is ready, a few promise
+    // turns after it: let it, so that a worker that autoruns is running when this resolves, as a plain one is.
+    if (this.autorun) await new Promise((resolve) => setImmediate(resolve));
   }
 
   override async run(): Promise<void> {

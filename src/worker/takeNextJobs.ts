@@ -10,6 +10,7 @@ export interface TakeReply {
   nowMs: number;
   /** When a full bucket next has room (Redis clock, us; 0: none). */
   nextWakeUs: number;
+  /** The next delayed job (ms, on the callers' clock, as bullmq keeps delays; 0: none). */
   nextDelayedMs: number;
   unclassified: number;
   stale: number;
@@ -51,7 +52,8 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
     keys.limiter, q.refusedTokens,
   ], [
     keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
-    call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', call.tokens.length, ...call.tokens,
+    // This process's clock, for delayed jobs only (bullmq promotes them on its caller's clock).
+    call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', Date.now(), call.tokens.length, ...call.tokens,
   ])) as unknown[];
   const count = Number(raw[8]);
   const refusedCount = Number(raw[10]);
@@ -76,8 +78,14 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
   };
 }
 
-/** When the next bucket has room or delayed job is due (Redis clock, ms, to the us), if any. */
-export function nextLookMs(reply: TakeReply): number | undefined {
-  const times = [reply.nextWakeUs / 1000, reply.nextDelayedMs].filter((t) => t > 0);
+/**
+ * When the next bucket has room or delayed job is due, on this process's clock (ms; to the us for room), if
+ * any: a bucket's room is on the Redis clock (converted through the reply's nowUs), a delayed job on the
+ * callers' clock already.
+ */
+export function nextLookLocalMs(reply: TakeReply, localNowMs: number): number | undefined {
+  const times: number[] = [];
+  if (reply.nextWakeUs > 0) times.push((reply.nextWakeUs - reply.nowUs) / 1000 + localNowMs);
+  if (reply.nextDelayedMs > 0) times.push(reply.nextDelayedMs);
   return times.length === 0 ? undefined : Math.min(...times);
 }

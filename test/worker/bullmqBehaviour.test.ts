@@ -122,4 +122,38 @@ describe('ThrottledWorker keeps bullmq behaviour', () => {
     expect(await toComplete.moveToCompleted('ok', tokenOf(toComplete), true)).toEqual([]);
     expect(await queue.getJobCounts('failed', 'completed', 'active')).toEqual({ failed: 1, completed: 1, active: 0 });
   });
+
+  it('moveToFailed with fetchNext of a job retried with backoff answers [] when nothing is left to fetch, as bullmq does', async () => {
+    const queue = bed.queue('retry-answer');
+    await queue.add('fails', {}, { attempts: 3, backoff: 300 });
+    const worker = bed.worker('retry-answer', null, { throttles: roomy() });
+    await worker.waitUntilReady();
+    const job = (await worker.getNextJob('token-r'))!;
+    expect(await job.moveToFailed(new Error('boom'), 'token-r', true)).toEqual([]);
+    expect(await job.isDelayed()).toBe(true);
+  });
+
+  it('a worker that autoruns is running (its lock manager too) once waitUntilReady() resolves', async () => {
+    bed.queue('lock-manager');
+    const worker = bed.worker('lock-manager', async () => undefined, { throttles: roomy() });
+    await worker.waitUntilReady();
+    expect(worker.isRunning()).toBe(true);
+    expect((worker as unknown as { lockManager: { isRunning(): boolean } }).lockManager.isRunning()).toBe(true);
+  });
+
+  it("delayed jobs are promoted on the caller's clock, as bullmq promotes them (throttles keep the Redis clock)", async () => {
+    const queue = bed.queue('clock');
+    const realNow = Date.now;
+    // This process's clock an hour behind Redis's: a job due in 30 minutes by it is not due yet.
+    Date.now = () => realNow() - 3_600_000;
+    try {
+      await queue.add('later', {}, { delay: 1_800_000 });
+      const worker = bed.worker('clock', null, { throttles: roomy() });
+      await worker.waitUntilReady();
+      expect(await worker.getNextJob('token-d', { block: false })).toBeUndefined();
+      expect(await queue.getDelayedCount()).toBe(1);
+    } finally {
+      Date.now = realNow;
+    }
+  });
 });
