@@ -1,4 +1,4 @@
-import { Job, Processor, RedisQueueBackend, Worker, WorkerOptions } from 'bullmq';
+import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
@@ -163,4 +163,3 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   }
 }
 
-export type { RedisQueueBackend };
