@@ -134,12 +134,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    * room again, through the queue's marker) does not end it early.
    */
   override async getNextJob(token: string, { block = true }: { block?: boolean } = {}): Promise<Job<DataType, ResultType, NameType>> {
-    // bullmq blocks only once the worker has drained (its first call looks without blocking).
-    const blocks = block && (this as unknown as { drained: boolean }).drained;
+    // bullmq blocks only once the worker has drained (its first call looks without blocking), and not while
+    // rate limited or while another blocking read is under way: a call that would not block is bullmq's alone.
+    const state = this as unknown as { drained: boolean; limitUntil: number; waiting: unknown };
+    const blocks = () => block && state.drained && !(state.limitUntil > Date.now()) && !state.waiting && !this.closing && !this.isPaused();
+    if (!blocks()) return super.getNextJob(token, { block });
     const until = Date.now() + this.opts.drainDelay! * 1000;
     for (;;) {
       const job = await super.getNextJob(token, { block });
-      if (job || !blocks || this.closing || this.isPaused() || Date.now() >= until) return job;
+      if (job || !blocks() || Date.now() >= until) return job;
     }
   }
 

@@ -107,6 +107,26 @@ describe('ThrottledWorker keeps bullmq behaviour', () => {
     await job!.moveToCompleted('ok', 'token-1', false);
   });
 
+  it('getNextJob does not block while bullmq\'s rate limit holds the worker back, as bullmq\'s does not', async () => {
+    const queue = bed.queue('limited-manual');
+    await queue.add('first', {});
+    const worker = bed.worker('limited-manual', null, { throttles: roomy(), limiter: { max: 1, duration: 10_000 }, drainDelay: 5 });
+    await worker.waitUntilReady();
+    const first = (await worker.getNextJob('token-l'))!;
+    await first.moveToCompleted('ok', 'token-l', false);
+    await queue.add('second', {});
+    // The limiter is full: no job, and the worker now waits out the limit.
+    expect(await worker.getNextJob('token-l')).toBeUndefined();
+    let ticked = false;
+    setTimeout(() => { ticked = true; }, 0);
+    const started = Date.now();
+    expect(await worker.getNextJob('token-l')).toBeUndefined();
+    // It answered at once, without spinning on bullmq's immediate answer (timers still ran).
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(ticked).toBe(true);
+  });
+
   it('moveToFailed and moveToCompleted with fetchNext answer [] when nothing is left to fetch, as bullmq does', async () => {
     const queue = bed.queue('answers');
     await queue.add('fails', {});
