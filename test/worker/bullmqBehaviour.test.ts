@@ -2,6 +2,7 @@ import { Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Throttle } from '../../src';
 import { newRedis } from '../support/redis';
+import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
 
 /**
@@ -143,14 +144,21 @@ describe('ThrottledWorker keeps bullmq behaviour', () => {
     expect(await queue.getJobCounts('failed', 'completed', 'active')).toEqual({ failed: 1, completed: 1, active: 0 });
   });
 
-  it('moveToFailed with fetchNext of a job retried with backoff answers [] when nothing is left to fetch, as bullmq does', async () => {
-    const queue = bed.queue('retry-answer');
-    await queue.add('fails', {}, { attempts: 3, backoff: 300 });
-    const worker = bed.worker('retry-answer', null, { throttles: roomy() });
-    await worker.waitUntilReady();
-    const job = (await worker.getNextJob('token-r'))!;
-    expect(await job.moveToFailed(new Error('boom'), 'token-r', true)).toEqual([]);
-    expect(await job.isDelayed()).toBe(true);
+  it('moveToFailed with fetchNext of a job retried with backoff answers what bullmq answers ([] on bullmq 6) when nothing is left to fetch', async () => {
+    const answer = async (name: string, worker: Worker) => {
+      await bed.queue(name).add('fails', {}, { attempts: 3, backoff: 300 });
+      await worker.waitUntilReady();
+      const job = (await worker.getNextJob(`token-${name}`))!;
+      const reply = await job.moveToFailed(new Error('boom'), `token-${name}`, true);
+      expect(await job.isDelayed()).toBe(true);
+      return reply;
+    };
+    const plain = new Worker('retry-plain', null, { connection: bed.connection, prefix: bed.prefix });
+    bed.onClose(() => plain.close());
+    const expected = await answer('retry-plain', plain);
+    // bullmq 5 before 5.81 answers nothing at all here; bullmq 6 an empty next job.
+    if (selectAdapter().line === 6) expect(expected).toEqual([]);
+    expect(await answer('retry-throttled', bed.worker('retry-throttled', null, { throttles: roomy() }))).toEqual(expected);
   });
 
   it('a worker that autoruns is running (its lock manager too) once waitUntilReady() resolves', async () => {
