@@ -2,7 +2,6 @@ import { QueueKeys } from 'bullmq';
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
-import { selectAdapter } from '../bullmq/selectAdapter';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 
 /**
@@ -11,7 +10,7 @@ import { forgetRemovedJobs } from './forgetRemovedJobs';
  */
 export const RELEASE_BATCH = 1_000;
 
-/** releaseHeld's status (lua/releaseHeld-19.lua). */
+/** releaseHeld's status (lua/releaseHeld-18.lua). */
 const DONE = 1;
 const DECLARED = -1;
 
@@ -22,11 +21,6 @@ export interface ReleaseOutcome {
   complete: boolean;
 }
 
-/** bullmq 5 moves a paused queue's waiting jobs to its `paused` LIST; bullmq 6 keeps them in wait. */
-function keepsPausedList(): boolean {
-  return selectAdapter().line === 5;
-}
-
 export interface ReleaseBatch {
   /** 'done': nothing held any more; 'more': call again; 'declared': a live worker declares the queue, nothing moved. */
   status: 'done' | 'more' | 'declared';
@@ -35,16 +29,16 @@ export interface ReleaseBatch {
   left: number;
 }
 
-/** One bounded step of a release (lua/releaseHeld-19.lua): at most `batch` jobs move. */
+/** One bounded step of a release (lua/releaseHeld-18.lua): at most `batch` jobs move. */
 export async function releaseHeldBatch(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseBatch> {
   const b = new QueueKeys(keys.prefix).getKeys(queue);
   const q = keys.queue(queue);
   const scriptKeys = [
-    b.wait, b.paused, b.prioritized, b.meta, b.active, b.pc, b.marker,
+    b.wait, b.prioritized, b.meta, b.active, b.pc, b.marker,
     q.state, q.intake, q.readyJobs, q.classes, q.classState, q.readyClasses, q.blockedSince, q.stale, q.removedHeld, q.wakeups,
     keys.registryDeclarations, keys.registryAlive,
   ];
-  const args = [b[''], q.base, keys.throttlePrefix, queue, batch, keepsPausedList() ? '1' : ''];
+  const args = [b[''], q.base, keys.throttlePrefix, queue, batch];
   const [status, released, left] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
   return { status: status === DONE ? 'done' : status === DECLARED ? 'declared' : 'more', released, left };
 }

@@ -1,6 +1,7 @@
 --[[
   Puts a queue's held jobs back where bullmq keeps waiting jobs, once no live worker declares throttles on
-  the queue: priority 0 jobs into wait (or, on bullmq 5, the paused list of a paused queue), the others into
+  the queue: priority 0 jobs into wait (or, on bullmq 5, the paused list of a paused queue: the line's
+  waitingListOf, includes/bullmq5/queueLists), the others into
   prioritized, scored exactly as bullmq scores a new job (addJobWithPriority: priority * 2^32 + the queue's
   pc counter). Job hashes (data, opts, stored attributes `tha`) are left as they are. bullmq's marker is
   added (unless the queue is paused or maxed) so that blocked plain workers wake.
@@ -25,17 +26,16 @@
   finds the jobs either still held (and delivers them) or back in wait (and classifies them again).
 
   Input:
-    KEYS[1]  wait           KEYS[8]  state          KEYS[15] stale
-    KEYS[2]  paused         KEYS[9]  intake         KEYS[16] removed-held
-    KEYS[3]  prioritized    KEYS[10] ready-jobs     KEYS[17] wakeups
-    KEYS[4]  meta           KEYS[11] classes        KEYS[18] registry entries (HASH worker id -> JSON)
-    KEYS[5]  active         KEYS[12] class-state    KEYS[19] registry alive (ZSET worker id -> lapse ms)
-    KEYS[6]  pc             KEYS[13] ready-classes
-    KEYS[7]  marker         KEYS[14] blocked-since
+    KEYS[1]  wait           KEYS[7]  state          KEYS[14] stale
+    KEYS[2]  prioritized    KEYS[8]  intake         KEYS[15] removed-held
+    KEYS[3]  meta           KEYS[9]  ready-jobs     KEYS[16] wakeups
+    KEYS[4]  active         KEYS[10] classes        KEYS[17] registry entries (HASH worker id -> JSON)
+    KEYS[5]  pc             KEYS[11] class-state    KEYS[18] registry alive (ZSET worker id -> lapse ms)
+    KEYS[6]  marker         KEYS[12] ready-classes
+                            KEYS[13] blocked-since
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")   ARGV[2] queue base of our keys
     ARGV[3]  throttle key prefix   ARGV[4] the queue's name, as registry entries spell it
     ARGV[5]  most jobs to move in this call
-    ARGV[6]  '1' when bullmq keeps a paused queue's waiting jobs in the paused LIST (bullmq 5), else ''
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Class and bucket keys are composed from ARGV[2] and ARGV[3] (includes/schedulerKeys); in Redis Cluster the
@@ -54,18 +54,17 @@ local rcall = redis.call
 --- @include "includes/schedulerKeys"
 --- @include "includes/throttleStatsNotes"
 --- @include "includes/jobOrder"
---- @include "bullmq/includes/isQueuePaused"
+--- @include "bullmqLine/queueLists"
 --- @include "bullmq/includes/isQueuePausedOrMaxed"
 --- @include "bullmq/includes/addBaseMarkerIfNeeded"
 --- @include "bullmq/includes/addJobWithPriority"
 
-local waitKey, pausedKey, prioritizedKey, metaKey, activeKey, pcKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local stateKey, intakeKey, readyJobsKey, classesKey, classStateKey = KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local readyClassesKey, blockedSinceKey, staleKey, removedHeldKey, wakeupsKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
-local entriesKey, aliveKey = KEYS[18], KEYS[19]
+local waitKey, prioritizedKey, metaKey, activeKey, pcKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local stateKey, intakeKey, readyJobsKey, classesKey, classStateKey = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local readyClassesKey, blockedSinceKey, staleKey, removedHeldKey, wakeupsKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
+local entriesKey, aliveKey = KEYS[17], KEYS[18]
 local jobPrefix, queueBase, throttlePrefix, queueName = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local budget = tonumber(ARGV[5])
-local pausedList = ARGV[6] == '1'
 
 -- Held jobs left (with intake), after this call's moves.
 local function left()
@@ -207,8 +206,7 @@ end
 -- 3. ready-jobs -> bullmq's lists, once it holds every held job
 local released = 0
 if moves < budget and rcall('ZCARD', intakeKey) == 0 and rcall('SCARD', classesKey) == 0 then
-  local target = waitKey
-  if pausedList and isQueuePaused(metaKey) then target = pausedKey end
+  local target = waitingListOf(metaKey, waitKey, jobPrefix)
   local pausedOrMaxed = isQueuePausedOrMaxed(metaKey, activeKey)
   local PRIORITIZED_FROM = intArg(0x100000000)
   local room = budget - moves
