@@ -139,13 +139,13 @@ export const throttleStats: Benchmark = {
         const before = await usedMemory(context.redis);
         const startedAt = Date.now();
         const state = await constructStatsState(context.redis, keys, {
-          name: testCase.throttle.name, windowMs: WINDOW_MS, max: MAX, buckets: testCase.buckets,
+          name: testCase.throttle.name, queue: 'stats', windowMs: WINDOW_MS, max: MAX, buckets: testCase.buckets,
           fullEvery: 10, waitingEvery: 100, counters: COUNTERS, tokensPerCounter: TOKENS_PER_COUNTER, seed: testCase.buckets,
         });
         const usedMemoryDelta = (await usedMemory(context.redis)) - before;
         context.log(`  ${testCase.label}: constructed in ${Date.now() - startedAt} ms (${state.full} full, ${state.waitingBuckets} waiting)`);
         await verify(admin, testCase, state);
-        const k = keys.throttleStats(testCase.throttle.name);
+        const k = { ...keys.throttleIndexes(testCase.throttle.name), ...keys.queue('stats').throttleStats(testCase.throttle.name) };
         measured.push({
           testCase, state,
           stats: { latencies: [], redisUsec: 0 },

@@ -8,8 +8,7 @@
     KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
     KEYS[6] class-state
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
-    ARGV[4] throttle key prefix (for the per-throttle statistics of includes/throttleStatsNotes)
-    ARGV[5] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
+    ARGV[4] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 
   Output:
     { placed } or { -1 } when the queue's config generation is no longer ARGV[3] (nothing is placed; the
@@ -23,26 +22,26 @@ local rcall = redis.call
 --- @include "includes/intArg"
 
 local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local jobPrefix, queueBase, gen, throttlePrefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local jobPrefix, queueBase, gen = ARGV[1], ARGV[2], ARGV[3]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
-local count = tonumber(ARGV[5])
+local count = tonumber(ARGV[4])
 local ids = {}
-for i = 1, count do ids[i] = ARGV[5 * i + 1] end
+for i = 1, count do ids[i] = ARGV[5 * i] end
 if count == 0 then return { 0 } end
 local leased = rcall('ZMSCORE', intakeKey, unpack(ids))
 
 -- Sequence numbers for the batch, allocated at once (includes/jobOrder).
 local fifoCount, lifoCount = 0, 0
 for i = 1, count do
-  if ARGV[5 * i + 4] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
+  if ARGV[5 * i + 3] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
 end
 local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
 
 local placedIds, gone, ready, filed, waitingOn = {}, {}, {}, {}, {}
 for i = 1, count do
-  local at = 5 * i + 1
+  local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
   -- A job removed since intake is let go here when its hash is gone; one removed later is dropped by
   -- the delivery script when it comes up (see forgetRemovedJobs).
@@ -63,7 +62,7 @@ for i = 1, count do
     if bucketId then
       rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
       rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
-      noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
+      noteWaiting(queueBase, parseBucketId(bucketId), 1)
       rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else

@@ -7,7 +7,7 @@
     KEYS[1] stale   KEYS[2] classes   KEYS[3] intake   KEYS[4] state   KEYS[5] ready-classes
     KEYS[6] class-state   KEYS[7] blocked-since   KEYS[8] removed-held
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] current generation
-    ARGV[4] most jobs to take   ARGV[5] lease (ms)   ARGV[6] throttle key prefix   ARGV[7..] candidate classes
+    ARGV[4] most jobs to take   ARGV[5] lease (ms)   ARGV[6..] candidate classes
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
@@ -21,14 +21,13 @@ local rcall = redis.call
 
 local staleKey, classesKey, intakeKey, stateKey, readyKey, classStateKey, blockedSinceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobPrefix, queueBase, gen, most, leaseMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local throttlePrefix = ARGV[6]
 local removedHeldKey = KEYS[8]
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local reply = { now, 0 }
 local taken = 0
 
-for i = 7, #ARGV do
+for i = 6, #ARGV do
   if taken >= most then break end
   local member = ARGV[i]
   local memberGen, buckets = parseClass(member)
@@ -38,7 +37,7 @@ for i = 7, #ARGV do
     if waitedOn then
       -- No longer held by that full bucket: all its jobs come back for classification.
       local held = rcall('ZCARD', classJobsKey(queueBase, member))
-      noteWaiting(throttlePrefix, parseBucketId(waitedOn), -held)
+      noteWaiting(queueBase, parseBucketId(waitedOn), -held)
       rcall('HINCRBY', stateKey, 'blocked', -held)
       rcall('HDEL', classStateKey, member)
       rcall('ZREM', blockedSinceKey, member)

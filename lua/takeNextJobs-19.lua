@@ -138,7 +138,7 @@ for _, bucketId in ipairs(due) do
       rcall('ZREM', blockedSinceKey, woken[i])
       released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
     end
-    noteWaiting(throttlePrefix, parseBucketId(bucketId), -released)
+    noteWaiting(queueBase, parseBucketId(bucketId), -released)
     if released > 0 then rcall('HINCRBY', stateKey, 'blocked', -released) end
   end
   if rcall('EXISTS', waiting) == 0 then
@@ -221,7 +221,7 @@ local function wait(member, order, bucket, atUs)
   rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteFull(throttlePrefix, bucket, math.ceil(atUs / 1000))
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
-  noteWaiting(throttlePrefix, bucket, held)
+  noteWaiting(queueBase, bucket, held)
   rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
   someWaiting = true
@@ -236,7 +236,7 @@ local function file(member, jobId, order)
   if bucketId then
     -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
     rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
-    noteWaiting(throttlePrefix, parseBucketId(bucketId), 1)
+    noteWaiting(queueBase, parseBucketId(bucketId), 1)
     rcall('HINCRBY', stateKey, 'blocked', 1)
   end
 end
@@ -450,7 +450,7 @@ end
 
 if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
 saveBucketCounters()
-saveThrottleStats(throttlePrefix, nowMs)
+saveThrottleStats(queueBase, throttlePrefix, nowMs)
 if freshHeld ~= heldLeft then rcall('HINCRBY', stateKey, 'held', freshHeld - heldLeft) end
 if sequences then
   if sequences.fifoUsed > 0 then rcall('HINCRBY', stateKey, 'fifo', sequences.fifoUsed) end

@@ -14,6 +14,7 @@ export { ThrottleKeys } from './keys/ThrottleKeys';
 export { InvalidThrottleError } from './errors/InvalidThrottleError';
 export { ThrottleConflictError } from './errors/ThrottleConflictError';
 export { InvalidGrantError } from './errors/InvalidGrantError';
+export { InvalidOptionError } from './errors/InvalidOptionError';
 export type { ConnectionInput, IORedisClient } from './redis/connection';
 export { ThrottledWorker } from './worker/ThrottledWorker';
 export type { ThrottledWorkerOptions } from './worker/ThrottledWorker';

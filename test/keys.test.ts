@@ -31,21 +31,51 @@ describe('key encoding', () => {
     expect(new Set([encodeBucket([1], 't'), encodeBucket(['1'], 't'), encodeBucket([true], 't')]).size).toBe(3);
   });
 
-  it('every key of a throttle hashes to the slot of its name tag, whatever the key values', () => {
-    fc.assert(fc.property(fc.oneof(fc.string({ minLength: 1, unit: 'binary' }), fc.constantFrom(...NASTY.filter(Boolean))), fc.array(arbKeyValue, { minLength: 1, maxLength: 3 }), (name, values) => {
-      const keys = new ThrottleKeys('bull');
-      const tagSlot = calculateSlot(`{${encodeSegment(name)}}`);
-      expect(calculateSlot(keys.windowCounter(name, encodeBucket(values, name), 1000))).toBe(tagSlot);
-      expect(calculateSlot(keys.returnedTokens(name))).toBe(tagSlot);
+  it('every key of a throttle namespace hashes to one slot, whatever the names and key values', () => {
+    const prefixes = fc.oneof(fc.constantFrom('bull', '{bull}', 'a{b}c', '{x', 'x}', 'p:q'), fc.string({ minLength: 1, unit: 'binary' }).filter((p) => !/\{\}/.test(p)));
+    fc.assert(fc.property(prefixes, fc.oneof(fc.string({ minLength: 1, unit: 'binary' }), fc.constantFrom(...NASTY.filter(Boolean))), fc.array(arbKeyValue, { minLength: 1, maxLength: 3 }), (namespace, name, values) => {
+      const keys = new ThrottleKeys('bull', namespace);
+      const slot = calculateSlot(keys.registryDeclarations);
+      expect(calculateSlot(keys.windowCounter(name, encodeBucket(values, name), 1000))).toBe(slot);
+      expect(calculateSlot(keys.returnedTokens(name))).toBe(slot);
+      expect(calculateSlot(keys.effectiveLimits(name))).toBe(slot);
+      expect(calculateSlot(keys.throttleIndexes(name).full)).toBe(slot);
+      expect(calculateSlot(keys.registryVersion)).toBe(slot);
     }));
+  });
+
+  it("a hash-tagged prefix keeps its tag: queues and throttles of prefix '{bull}' share one slot", () => {
+    const keys = new ThrottleKeys('{bull}');
+    const slot = calculateSlot('{bull}:orders:wait');
+    expect(calculateSlot(keys.windowCounter('stripe', '-', 1000))).toBe(slot);
+    expect(calculateSlot(keys.registryAlive)).toBe(slot);
+    expect(calculateSlot(keys.queue('orders').readyJobs)).toBe(slot);
+  });
+
+  it("a queue's keys hash with bullmq's keys of the queue, whatever tags the prefix and queue name carry", () => {
+    fc.assert(fc.property(fc.constantFrom('bull', '{bull}', 'x{y}'), fc.constantFrom('{orders}', 'orders', '{a}{b}', 'q{r}s', '{o'), fc.string({ unit: 'binary' }), (prefix, queue, member) => {
+      const keys = new ThrottleKeys(prefix);
+      const q = keys.queue(queue);
+      const queueSlot = calculateSlot(`${prefix}:${queue}:wait`);
+      // Only a tag makes bullmq's own keys of a queue share a slot; then ours share it too.
+      if (calculateSlot(`${prefix}:${queue}:active`) !== queueSlot) return;
+      for (const key of [q.readyJobs, q.state, q.workers, q.classJobs(encodeSegment(member)), q.waiters(encodeSegment(member)), q.throttleStats(member).waiting]) {
+        expect(calculateSlot(key)).toBe(queueSlot);
+      }
+    }));
+  });
+
+  it('several namespaces spread over the cluster: each has a slot of its own', () => {
+    const slots = new Set(['billing', 'mail', 'search', 'reports'].map((namespace) => calculateSlot(new ThrottleKeys('bull', namespace).registryAlive)));
+    expect(slots.size).toBe(4);
   });
 
   it("one throttle's keys can never be mistaken for another's", () => {
     const keys = new ThrottleKeys('bull');
-    // A name that looks like another throttle's base plus a bucket still lands under its own, encoded tag.
-    const sneaky = 'stripe}:b:-';
-    expect(keys.windowCounter(sneaky, '-', 1000).startsWith(keys.throttleBase('stripe'))).toBe(false);
-    expect(keys.throttleBase(sneaky)).toBe('bull::throttle:{stripe%7D%3Ab%3A-}');
+    // A name that looks like another throttle's base plus a bucket still lands under its own, encoded base.
+    const sneaky = 'stripe:b:-';
+    expect(keys.windowCounter(sneaky, '-', 1000).startsWith(`${keys.throttleBase('stripe')}:`)).toBe(false);
+    expect(keys.throttleBase(sneaky)).toBe('bull::throttle:{bull}:stripe%3Ab%3A-');
   });
 });
 

@@ -33,6 +33,8 @@ export function customerKey(i: number): string {
 }
 
 export interface StatsStateOptions {
+  /** The queue whose worker declares the throttle: held and delivered counts are kept per queue. */
+  queue: string;
   /** Throttle name, window and N of its one limit. */
   name: string;
   windowMs: number;
@@ -108,7 +110,8 @@ export async function constructStatsState(redis: Redis, keys: ThrottleKeys, opti
   const chunk = options.chunk ?? 1000;
   const perPipeline = options.perPipeline ?? 50;
   const random = prng(options.seed ?? 1);
-  const k = keys.throttleStats(name);
+  // The bucket indexes live with the counters; what is held and delivered, with the queue that declares it.
+  const k = { ...keys.throttleIndexes(name), ...keys.queue(options.queue).throttleStats(name) };
   const nowMs = await redisNowMs(redis);
   // Scores at least two minutes ahead (room: one), so that every constructed bucket still counts while the run lasts.
   const ahead = (): number => nowMs + 120_000 + Math.floor(random() * (windowMs - 120_000));

@@ -13,9 +13,15 @@ local function waitersKey(queueBase, bucketId)
   return queueBase .. ':w:' .. bucketId
 end
 
--- Every key of one throttle starts with this (its counters, limits and statistics).
+-- Every key of one throttle starts with this (its counters, limits and bucket indexes); throttlePrefix
+-- ends with the namespace's hash tag, so every throttle of a namespace is in one slot.
 local function throttleBase(throttlePrefix, encodedName)
-  return throttlePrefix .. '{' .. encodedName .. '}'
+  return throttlePrefix .. encodedName
+end
+
+-- What one queue keeps of one throttle's statistics (in the queue's slot): :waiting, :stats, :recent.
+local function queueStatsBase(queueBase, encodedName)
+  return queueBase .. ':t:' .. encodedName
 end
 
 local function limitsKey(throttlePrefix, encodedName)

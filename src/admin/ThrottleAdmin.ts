@@ -7,7 +7,7 @@ import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { decodeBucket, encodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { effectiveThrottle, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
+import { effectiveThrottle, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
 import { getThrottledCount } from '../worker/getThrottledCount';
 import { releaseHeldJobs } from '../worker/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
@@ -16,12 +16,23 @@ import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
 import { readCounter } from './readCounter';
 import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
 import pino from 'pino';
+import { DEFAULT_PREFIX } from '../options/defaults';
+import { assertNamespaceUsable } from '../keys/hashSlotTag';
+import { readBucketWaiting, readQueueThrottleTotals } from './queueThrottleStats';
 
 export interface ThrottleAdminOptions {
   /** ioredis options, a redis:// URL, or an ioredis client (which the admin then never closes). */
   connection: ConnectionInput;
-  /** Key prefix, as bullmq's `prefix` (default 'bull'). */
+  /**
+   * bullmq's key prefix of the queues asked about.
+   * @default 'bull'
+   */
   prefix?: string;
+  /**
+   * The throttle namespace: the workers' `throttlePrefix`.
+   * @default prefix
+   */
+  throttlePrefix?: string;
 }
 
 /**
@@ -35,7 +46,8 @@ export class ThrottleAdmin {
   private readonly queues = new Map<string, Queue>();
 
   constructor(options: ThrottleAdminOptions) {
-    this.keys = new ThrottleKeys(options.prefix ?? 'bull');
+    this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
+    assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connection = openClient(options.connection, { maxRetriesPerRequest: null });
   }
 
@@ -68,18 +80,19 @@ export class ThrottleAdmin {
     return entries;
   }
 
-  /** Queue and throttle names with live declarations: what the metrics report on. */
+  /** Queues (under this admin's prefix) and throttles with live declarations: what the metrics report on. */
   async live(): Promise<{ queues: string[]; throttles: { name: string; queues: string[] }[] }> {
     const entries = await this.liveEntries();
     const byThrottle = new Map<string, Set<string>>();
     for (const entry of entries) {
       for (const declaration of entry.declarations) {
         if (!byThrottle.has(declaration.name)) byThrottle.set(declaration.name, new Set());
-        byThrottle.get(declaration.name)!.add(entry.queue);
+        byThrottle.get(declaration.name)!.add(this.queueName(entry));
       }
     }
     return {
-      queues: [...new Set(entries.map((entry) => entry.queue))].sort(),
+      // queueStats answers for queues under this admin's prefix.
+      queues: [...new Set(entries.filter((entry) => entry.prefix === this.keys.prefix).map((entry) => entry.queue))].sort(),
       throttles: [...byThrottle].map(([name, queues]) => ({ name, queues: [...queues].sort() })).sort((a, b) => a.name.localeCompare(b.name)),
     };
   }
@@ -109,7 +122,7 @@ export class ThrottleAdmin {
   async queueStats(queue: string): Promise<QueueStats> {
     const now = await this.nowMs();
     const entries = await this.liveEntries(now);
-    const mine = entries.filter((entry) => entry.queue === queue);
+    const mine = entriesOfQueue(entries, queue, this.keys.prefix);
     const q = this.queueKeys(queue);
     const known = mine.length > 0 || (await this.client.exists(q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`)) > 0;
     if (!known) {
@@ -123,7 +136,7 @@ export class ThrottleAdmin {
       this.client.zrange(q.blockedSince, '0', '0', 'WITHSCORES'),
       new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
     ]);
-    const config = queueConfigFrom(entries, queue);
+    const config = queueConfigFrom(entries, queue, this.keys.prefix);
     return {
       queue,
       counts,
@@ -142,6 +155,22 @@ export class ThrottleAdmin {
     return this.keys.queue(queue);
   }
 
+  /** The scheduler keys of each queue the entries declare on, once each, under the queue's own prefix. */
+  private queuesOf(entries: readonly RegistryEntry[]) {
+    const seen = new Map<string, ReturnType<ThrottleKeys['queue']>>();
+    for (const entry of entries) {
+      const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
+      const q = keys.queue(entry.queue);
+      seen.set(q.base, q);
+    }
+    return [...seen.values()];
+  }
+
+  /** A queue as stats name it: its name, qualified with its prefix when that is not this admin's. */
+  private queueName(entry: RegistryEntry): string {
+    return entry.prefix === this.keys.prefix ? entry.queue : `${entry.prefix}:${entry.queue}`;
+  }
+
   private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
     if (!entries.some((entry) => entry.declarations.some((d) => d.name === name))) {
       throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker under prefix '${this.keys.prefix}': check the name and --prefix.`);
@@ -155,19 +184,19 @@ export class ThrottleAdmin {
     const entries = await this.liveEntries(now);
     const throttle = await this.effective(name, entries);
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
-    const k = this.keys.throttleStats(name);
-    const [activeBuckets, bucketsAtLimit, totals, topRaw, recent] = await Promise.all([
+    const k = this.keys.throttleIndexes(name);
+    const [activeBuckets, bucketsAtLimit, totals] = await Promise.all([
       this.client.zcount(k.active, `(${now}`, '+inf'),
       this.client.zcount(k.full, `(${now}`, '+inf'),
-      this.client.hmget(k.stats, 'waiting', 'delivered', 'limited'),
-      top > 0 ? this.client.zrevrangebyscore(k.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
-      this.client.hgetall(k.recent),
+      readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
     ]);
-    const topBuckets: BucketSummary[] = [];
-    for (let i = 0; i < topRaw.length; i += 2) {
-      const decoded = decodeBucket(topRaw[i]);
-      topBuckets.push({ key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting: Number(topRaw[i + 1]) });
-    }
+    const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([segment, waiting]) => {
+        const decoded = decodeBucket(segment);
+        return { key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting };
+      });
     const longest = Math.max(...throttle.limits.map((l) => l.windowMs));
     const slotMs = Math.max(1, Math.floor(longest / 60));
     const lastWindow = await Promise.all(throttle.limits.map(async (limit) => {
@@ -176,20 +205,20 @@ export class ThrottleAdmin {
         // One bucket: its counter says exactly what is counted in the window.
         delivered = readCounter(await this.client.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
       } else {
-        for (const [slot, count] of Object.entries(recent)) if ((Number(slot) + 1) * slotMs > now - limit.windowMs) delivered += Number(count);
+        for (const [slot, count] of totals.recent) if ((slot + 1) * slotMs > now - limit.windowMs) delivered += count;
       }
       return { windowMs: limit.windowMs, max: limit.max, delivered };
     }));
     return {
       ...this.summary(throttle, declaring.length),
-      queues: [...new Set(declaring.map((entry) => entry.queue))].sort(),
+      queues: [...new Set(declaring.map((entry) => this.queueName(entry)))].sort(),
       activeBuckets,
       bucketsAtLimit,
-      waiting: Math.max(0, Number(totals[0] ?? 0)),
+      waiting: totals.waiting,
       topBuckets,
       lastWindow,
-      deliveredTotal: Number(totals[1] ?? 0),
-      limitedTotal: Number(totals[2] ?? 0),
+      deliveredTotal: totals.delivered,
+      limitedTotal: totals.limited,
       at: now,
     };
   }
@@ -197,7 +226,8 @@ export class ThrottleAdmin {
   /** One bucket: `key` holds its key values; null (or omitted) for an unkeyed throttle, or the missing-key bucket. */
   async throttleBucket(name: string, key: readonly KeyValue[] | null = null): Promise<BucketStats> {
     const now = await this.nowMs();
-    const throttle = await this.effective(name, await this.liveEntries(now));
+    const entries = await this.liveEntries(now);
+    const throttle = await this.effective(name, entries);
     let bucket: string;
     if (!throttle.keyParts) {
       if (key && key.length > 0) throw new InvalidGrantError(`throttle '${name}' has no key, so it has one bucket: ask for it without key values.`);
@@ -214,7 +244,8 @@ export class ThrottleAdmin {
       const reading = readCounter(await this.client.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
       return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
     }));
-    const waiting = Number((await this.client.zscore(this.keys.throttleStats(name).waiting, bucket)) ?? 0);
+    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+    const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
     const roomTimes = limits.map((l) => l.roomAt).filter((t): t is number => t !== null);
     return {
       throttle: name,
@@ -236,7 +267,7 @@ export class ThrottleAdmin {
   async releaseHeld(queue: string): Promise<number> {
     const { released, complete } = await releaseHeldJobs(new ScriptRunner(this.client), this.keys, queue);
     if (!complete && released === 0) {
-      const workers = (await this.liveEntries()).filter((entry) => entry.queue === queue).length;
+      const workers = entriesOfQueue(await this.liveEntries(), queue, this.keys.prefix).length;
       throw new QueueStillThrottledError(
         `queue '${queue}' has ${workers} live ThrottledWorker(s) under prefix '${this.keys.prefix}': they deliver its held jobs. `
         + 'Close them first (the last one to close puts the held jobs back itself), or release again once their declarations lapse.',

@@ -6,14 +6,24 @@ import { LuaScript } from '../lua/scripts';
 import { ScriptRunner } from '../lua/scripts';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { resolveBuckets } from './resolveBuckets';
+import { DEFAULT_PREFIX } from '../options/defaults';
+import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
 import { Delivery, GrantResult } from './types';
 
 export interface GrantorOptions {
   /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). */
   connection: ConnectionInput;
-  /** Key prefix, as BullMQ's `prefix` (default 'bull'). */
+  /**
+   * Key prefix, as BullMQ's `prefix`: the throttle namespace unless throttlePrefix says otherwise.
+   * @default 'bull'
+   */
   prefix?: string;
+  /**
+   * The throttle namespace, as ThrottledWorker's `throttlePrefix`: throttles of one name share limits within it.
+   * @default prefix
+   */
+  throttlePrefix?: string;
   /**
    * h: how long a granted token may still be spent after it was asked for. Each grant then counts against
    * windows of W + h, so that tokens spent up to h late still never exceed N in any window of W. Default 0.
@@ -55,7 +65,9 @@ export class Grantor {
       throw new InvalidGrantError(`Grantor: leaseMs ${String(options.leaseMs)} must be a whole number of milliseconds, 0 or more.`);
     }
     this.leaseMs = leaseMs;
-    this.keys = new ThrottleKeys(options.prefix ?? 'bull');
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    this.keys = new ThrottleKeys(prefix, options.throttlePrefix ?? prefix);
+    assertNamespaceUsable('Grantor', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connection = openClient(options.connection);
     this.runner = new ScriptRunner(this.connection.client, internals.scripts, internals.extraArgs);
   }

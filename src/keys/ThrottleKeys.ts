@@ -1,25 +1,47 @@
+import { DEFAULT_PREFIX } from '../options/defaults';
 import { encodeSegment } from './keyEncoding';
 
 /**
  * Owns every Redis key name the package writes.
  *
- * Throttle keys live under `<prefix>::throttle:{<name>}`, one hash tag per throttle, so a throttle's own
- * scripts touch one cluster slot. Per-queue scheduler keys live under `<prefix>::queue:{<queue>}`. The
- * `<prefix>::` namespace cannot hold a BullMQ queue's keys, since BullMQ queue names are never empty.
+ * Two kinds of keys, in two places, so that every script touches one Redis Cluster slot:
+ * - A throttle namespace (`throttlePrefix`, by default the bullmq prefix) keeps every throttle's counters,
+ *   limits and the declaration registry under `<throttlePrefix>::throttle:{<encoded throttlePrefix>}`.
+ *   The namespace is one slot (the grantor's): the throttlePrefix's own hash tag when it has one (so
+ *   `{bull}` shares the slot of bullmq's `{bull}:...` keys), else the encoded throttlePrefix in braces.
+ *   A delivery drawing from several throttles is therefore counted in one script.
+ * - Each queue's scheduler keys live under `<prefix>:<queue>::throttle`, beside bullmq's own
+ *   `<prefix>:<queue>:...`, so they hash exactly as the queue's keys do (a `{bull}` prefix or a `{orders}`
+ *   queue name). bullmq refuses ':' in queue names and job ids of fewer than three ':'-parts, so no
+ *   job key can be one of them unless a custom job id starts ':throttle:'.
  *
  * The delivery script composes per-class and per-bucket keys inside Lua from `throttlePrefix` and
  * `queueBase` with exactly the layout below (see lua/includes/schedulerKeys.lua); change both together.
  */
 export class ThrottleKeys {
-  constructor(readonly prefix: string) {}
+  /** The throttle namespace. */
+  readonly namespace: string;
 
-  /** What every throttle's base starts with; the Lua side appends `{<encoded name>}`. */
+  constructor(
+    /** bullmq's key prefix of the queues these keys are for. */
+    readonly prefix: string = DEFAULT_PREFIX,
+    namespace?: string,
+  ) {
+    this.namespace = namespace ?? prefix;
+  }
+
+  /** Every key of the namespace starts with this: one hash slot for all of them. */
+  get namespaceBase(): string {
+    return `${this.namespace}::throttle:{${encodeSegment(this.namespace)}}`;
+  }
+
+  /** What every throttle's base starts with; the Lua side appends the encoded name. */
   get throttlePrefix(): string {
-    return `${this.prefix}::throttle:`;
+    return `${this.namespaceBase}:`;
   }
 
   throttleBase(name: string): string {
-    return `${this.throttlePrefix}{${encodeSegment(name)}}`;
+    return `${this.throttlePrefix}${encodeSegment(name)}`;
   }
 
   /** HASH: the sliding-window counter of one limit (by its window) of one bucket. */
@@ -32,10 +54,10 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:returned`;
   }
 
-  /** Statistics kept as deliveries happen (see lua/includes/throttleStats.lua). */
-  throttleStats(name: string): { active: string; full: string; waiting: string; stats: string; recent: string } {
+  /** Bucket indexes kept with the counters (see lua/includes/windowCounter.lua). */
+  throttleIndexes(name: string): { active: string; full: string } {
     const base = this.throttleBase(name);
-    return { active: `${base}:active`, full: `${base}:full`, waiting: `${base}:waiting`, stats: `${base}:stats`, recent: `${base}:recent` };
+    return { active: `${base}:active`, full: `${base}:full` };
   }
 
   /** HASH windowMs -> N: the effective limits of a throttle, merged from every live declaration. */
@@ -45,20 +67,33 @@ export class ThrottleKeys {
 
   /** HASH workerId -> declaration JSON, and ZSET workerId -> expiry: every live ThrottledWorker's declarations. */
   get registryDeclarations(): string {
-    return `${this.prefix}::registry:{declarations}:entries`;
+    return `${this.namespaceBase}::registry:entries`;
   }
 
   get registryAlive(): string {
-    return `${this.prefix}::registry:{declarations}:alive`;
+    return `${this.namespaceBase}::registry:alive`;
   }
 
   /** STRING: a counter that goes up with every change of the registry. */
   get registryVersion(): string {
-    return `${this.prefix}::registry:{declarations}:version`;
+    return `${this.namespaceBase}::registry:version`;
+  }
+
+  /**
+   * ZSET namespace -> lapse ms: the namespaces where a throttle name is declared, across the deployment
+   * (outside every namespace, so that two namespaces see each other; one slot per name).
+   */
+  static namespacesOf(name: string): string {
+    return `bullmq-throttle::namespaces:{${encodeSegment(name)}}`;
+  }
+
+  /** The queue's own bullmq key prefix ("bull:orders:"), as bullmq's QueueKeys spell it. */
+  bullmqBase(queue: string): string {
+    return `${this.prefix}:${queue}:`;
   }
 
   queueBase(queue: string): string {
-    return `${this.prefix}::queue:{${encodeSegment(queue)}}`;
+    return `${this.prefix}:${queue}::throttle`;
   }
 
   /** The keys of one queue's scheduler state. */
@@ -71,6 +106,7 @@ export class ThrottleKeys {
       classState: `${base}:class-state`,
       wakeups: `${base}:wakeups`,
       state: `${base}:state`,
+      workers: `${base}:workers`,
       classes: `${base}:classes`,
       stale: `${base}:stale`,
       intake: `${base}:intake`,
@@ -79,8 +115,22 @@ export class ThrottleKeys {
       refusedTokens: `${base}:refused-tokens`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
+      throttleStats: (name: string) => {
+        const stats = `${base}:t:${encodeSegment(name)}`;
+        return { waiting: `${stats}:waiting`, stats: `${stats}:stats`, recent: `${stats}:recent` };
+      },
     };
   }
+}
+
+/** Statistics one queue keeps of one throttle as it holds and delivers (see lua/includes/throttleStatsNotes.lua). */
+export interface QueueThrottleStatsKeys {
+  /** ZSET bucket -> jobs of this queue held because that bucket is full. */
+  readonly waiting: string;
+  /** HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting). */
+  readonly stats: string;
+  /** HASH slot of W/60 of the longest window -> deliveries in it. */
+  readonly recent: string;
 }
 
 export interface QueueThrottleKeys {
@@ -95,6 +145,8 @@ export interface QueueThrottleKeys {
   readonly wakeups: string;
   /** HASH: gen and config (the queue's effective throttles), held (jobs held), fifo/lifo order counters. */
   readonly state: string;
+  /** ZSET worker id -> ms (this queue's Redis clock) its declarations lapse: the live ThrottledWorkers of the queue. */
+  readonly workers: string;
   /** SET of every class with a job list of its own (see classJobs). */
   readonly classes: string;
   /** SET of classes of an older config generation, waiting to be reclassified. */
@@ -111,4 +163,6 @@ export interface QueueThrottleKeys {
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */
   waiters(bucketId: string): string;
+  /** What this queue keeps of one throttle's statistics. */
+  throttleStats(name: string): QueueThrottleStatsKeys;
 }

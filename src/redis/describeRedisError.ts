@@ -14,6 +14,8 @@ export interface FailureContext {
   /** Who met the error, e.g. "ThrottledWorker('orders')". */
   who: string;
   prefix: string;
+  /** The throttle namespace (ThrottledWorker's throttlePrefix); the prefix when not set. */
+  namespace?: string;
 }
 
 /** What a failed command was: ioredis records the command on every error reply. */
@@ -41,7 +43,9 @@ export async function describeRedisError(error: unknown, client: RedisClient | u
   const name = client ? usernameOf(client) : undefined;
   const user = name ?? '<user>';
   const theUser = name ? `Redis ACL user '${name}'` : "the connection's Redis ACL user";
-  const pattern = `~${context.prefix}:*`;
+  const namespace = context.namespace ?? context.prefix;
+  // Per-queue keys sit under bullmq's own '<prefix>:<queue>:'; the throttle namespace under '<namespace>::'.
+  const pattern = namespace === context.prefix || namespace.startsWith(`${context.prefix}:`) ? `~${context.prefix}:*` : `~${context.prefix}:* ~${namespace}::*`;
   const start = `${context.who}: `;
   const original = ` (Redis replied: ${reply.split('\n')[0].replace(/\.$/, '')})`;
 
@@ -69,8 +73,8 @@ export async function describeRedisError(error: unknown, client: RedisClient | u
       : keys.length > 0 ? `one of the keys ${quoted(keys.slice(0, 6))}${keys.length > 6 ? ', ...' : ''}` : 'a key';
     return new RedisSetupError(
       `${start}${theUser} may not access ${named}, used by ${what}${original}. ` +
-        `Grant read and write access to every key under the prefix '${context.prefix}' (bullmq's '${context.prefix}:<queue>:*' ` +
-        `and this package's '${context.prefix}::*'), e.g. ACL SETUSER ${user} ${pattern}; ${SEE}.`,
+        `Grant read and write access to bullmq's keys of the queues ('${context.prefix}:<queue>:*', which hold this package's ` +
+        `per-queue keys too) and to the throttle namespace ('${namespace}::*'), e.g. ACL SETUSER ${user} ${pattern}; ${SEE}.`,
       code, error,
     );
   }

@@ -9,7 +9,7 @@ import { RedisClient } from '../redis/connection';
 import { declarationData, DeclarationRegistry } from './declarationRegistry';
 import { AttributesFunction, JobClassifier } from './jobClassifier';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { effectiveThrottle, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
+import { effectiveThrottle, entriesOfQueue, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
@@ -26,10 +26,14 @@ import { GateFailures } from './gateFailures';
 import { watchConnection } from './watchConnection';
 import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
+import { assertNamespaceUsable } from '../keys/hashSlotTag';
+import { NamespaceCheck } from './namespaceCheck';
 
 export interface GateOptions {
   queue: string;
   prefix: string;
+  /** The throttle namespace: throttles of one name are shared within it. */
+  namespace: string;
   throttles: readonly ThrottleSpec[];
   attributes?: AttributesFunction;
   logger: Logger;
@@ -75,14 +79,16 @@ export class ThrottleGate implements Gate {
   private liveEntries: RegistryEntry[] = [];
   private readonly failures: GateFailures;
   private failedStart?: Error;
+  private readonly namespaceCheck: NamespaceCheck;
 
   constructor(private readonly options: GateOptions) {
-    this.keys = new ThrottleKeys(options.prefix);
+    this.keys = new ThrottleKeys(options.prefix, options.namespace);
+    assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
+    this.namespaceCheck = new NamespaceCheck(options.namespace, options.throttles.map((t) => t.name), options.declarationTtlMs, options.logger, { queue: options.queue });
     this.placer = new HeldJobPlacer({
       queue: options.queue,
       queueKeys: this.queueKeys,
-      throttlePrefix: this.keys.throttlePrefix,
       classifier: new JobClassifier(options.attributes, options.logger, options.queue),
       runner: () => this.runner!,
       bullmqKeys: () => this.backend!.keys,
@@ -194,11 +200,12 @@ export class ThrottleGate implements Gate {
         const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
         this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
-          workerId: this.workerId, queue, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
+          workerId: this.workerId, queue, prefix: this.options.prefix, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
         }, declarationTtlMs);
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger, declarationTtlMs);
         await this.refreshConfig(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
+        await this.namespaceCheck.check(this.runner);
         logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
         watchConnection(client, logger, queue);
         this.failures.recovered('registering throttle declarations');
@@ -233,6 +240,7 @@ export class ThrottleGate implements Gate {
       if (!this.closed) await this.heldRelease.release(this.runner!, this.registry!.takeLapsedQueues());
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
+      await this.namespaceCheck.check(this.runner!);
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -249,7 +257,7 @@ export class ThrottleGate implements Gate {
       }
       let config: QueueConfig;
       try {
-        config = queueConfigFrom(entries, this.options.queue);
+        config = queueConfigFrom(entries, this.options.queue, this.options.prefix);
       } catch (error) {
         if (starting) throw error;
         // Somebody else's conflicting declaration: it fails its own start; keep enforcing what we had.
@@ -278,9 +286,11 @@ export class ThrottleGate implements Gate {
     if (!starting && previous && previous.gen !== config.gen) this.reclaimInBackground();
   }
 
-  private publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? []): Promise<PublishOutcome> {
-    return publishQueueConfig(this.runner!, this.keys, this.queueKeys, this.backend!.keys.marker, {
+  private publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? [], leaving = false): Promise<PublishOutcome> {
+    const runner = this.runner!;
+    return publishQueueConfig({ queue: runner, throttles: runner, keys: this.keys, queueKeys: this.queueKeys, markerKey: this.backend!.keys.marker }, {
       config, version, force, throttles, stateTtlMs: this.options.declarationTtlMs * 3,
+      worker: { id: this.workerId, ttlMs: leaving ? 0 : this.options.declarationTtlMs },
     });
   }
 
@@ -481,14 +491,14 @@ export class ThrottleGate implements Gate {
       this.runner = new ScriptRunner(spare, this.options.scripts);
       const registry = new DeclarationRegistry(this.runner, this.keys, this.registry!.entry, this.options.declarationTtlMs);
       const { entries: remaining, version } = await registry.withdraw();
-      const config = remaining.some((entry) => entry.queue === this.options.queue) ? queueConfigFrom(remaining, this.options.queue) : undefined;
+      const config = entriesOfQueue(remaining, this.options.queue, this.options.prefix).length > 0 ? queueConfigFrom(remaining, this.options.queue, this.options.prefix) : undefined;
       // Throttles this worker shared with other queues: their limits now come from the declarations left.
       const others = this.options.throttles
         .map((t) => t.name)
         .filter((name) => !config?.throttles.some((t) => t.name === name))
         .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
         .map((name) => effectiveThrottle(remaining, name));
-      await this.publish(config, version, false, [...(config?.throttles ?? []), ...others]);
+      await this.publish(config, version, false, [...(config?.throttles ?? []), ...others], true);
       // The last worker declaring throttles on the queue: its held jobs go back to bullmq's lists before close() resolves.
       await this.heldRelease.release(this.runner, [...(config ? [] : [this.options.queue]), ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
     } catch (error) {

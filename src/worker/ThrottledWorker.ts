@@ -8,6 +8,7 @@ import { BullmqAdapter } from '../bullmq/BullmqAdapter';
 import { selectAdapter } from '../bullmq/selectAdapter';
 import { AttributesFunction } from './jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
+import { DEFAULT_PREFIX } from '../options/defaults';
 
 export interface ThrottledWorkerOptions extends WorkerOptions {
   /** The throttles this worker's processor is held to; they apply to every job of the queue, whoever takes it. */
@@ -20,6 +21,12 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
   declarationTtlMs?: number;
   /** h: tokens count against windows of W + h (default 0: exact). */
   leaseMs?: number;
+  /**
+   * The throttle namespace: throttles of one name are one throttle within it, whatever queue or bullmq
+   * prefix declares them. Give queues of different prefixes the same throttlePrefix to share their throttles.
+   * @default prefix (bullmq's, 'bull' unless set)
+   */
+  throttlePrefix?: string;
 }
 
 /** Internal: tests swap in scripts built with a steerable clock. */
@@ -57,7 +64,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     let worker: ThrottledWorker<DataType, ResultType, NameType> | undefined;
     const gate = new ThrottleGate({
       queue: name,
-      prefix: opts.prefix ?? 'bull',
+      prefix: opts.prefix ?? DEFAULT_PREFIX,
+      namespace: opts.throttlePrefix ?? opts.prefix ?? DEFAULT_PREFIX,
       throttles,
       attributes: opts.attributes,
       logger: opts.logger ?? pino({ level: 'silent' }),
@@ -68,7 +76,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
       onError: (error) => worker?.emit('error', error),
     });
-    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, ...workerOptions } = opts;
+    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, ...workerOptions } = opts;
     super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     this.gate = gate;

@@ -28,7 +28,7 @@ export class DeclarationRegistry {
     return this.call('');
   }
 
-  /** The queues of every entry that lapsed in a call since the last take: their held jobs may need putting back. */
+  /** The queues (under this worker's prefix) of every entry that lapsed in a call since the last take: their held jobs may need putting back. */
   takeLapsedQueues(): string[] {
     const queues = [...this.lapsedQueues];
     this.lapsedQueues.clear();
@@ -44,8 +44,9 @@ export class DeclarationRegistry {
     const lapsed: string[] = [];
     for (let i = 3; i < 3 + 2 * lapsedCount; i += 2) {
       lapsed.push(String(reply[i]));
-      const queue = readEntry(reply[i + 1])?.queue;
-      if (typeof queue === 'string') this.lapsedQueues.add(queue);
+      // Only queues under this worker's prefix: another prefix's queue may be on another Redis.
+      const lapsedEntry = readEntry(reply[i + 1]);
+      if (typeof lapsedEntry?.queue === 'string' && lapsedEntry.prefix === this.entry.prefix) this.lapsedQueues.add(lapsedEntry.queue);
     }
     const entries: RegistryEntry[] = [];
     for (let i = 3 + 2 * lapsedCount; i < reply.length; i += 2) {

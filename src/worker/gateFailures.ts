@@ -30,6 +30,7 @@ function delay(ms: number): Promise<undefined> {
 export interface GateFailureOptions {
   queue: string;
   prefix: string;
+  namespace: string;
   logger: Logger;
   /** Emits `error` on the worker. */
   onError?: (error: Error) => void;
@@ -141,7 +142,7 @@ export class GateFailures {
   }
 
   private async describe(error: unknown): Promise<RedisSetupError> {
-    const context = { who: this.who, prefix: this.options.prefix };
+    const context = { who: this.who, prefix: this.options.prefix, namespace: this.options.namespace };
     // Without a ready client (its connection was refused) the message just cannot name a denied key.
     const client = await Promise.race([this.client().catch(() => undefined), delay(CLIENT_WAIT_MS)]);
     try {

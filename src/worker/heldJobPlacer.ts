@@ -13,7 +13,6 @@ const INTAKE_LEASE_MS = 30_000;
 export interface PlacerContext {
   readonly queue: string;
   readonly queueKeys: QueueThrottleKeys;
-  readonly throttlePrefix: string;
   readonly classifier: JobClassifier;
   runner(): ScriptRunner;
   /** bullmq's keys of the queue and the worker's connection. */
@@ -58,12 +57,12 @@ export class HeldJobPlacer {
 
   private async place(records: IntakeRecord[]): Promise<number> {
     if (records.length === 0) return 0;
-    const { queueKeys: q, throttlePrefix } = this.context;
+    const { queueKeys: q } = this.context;
     for (let attempt = 0; attempt < 3; attempt++) {
       const config = this.context.config()!;
       const bullmqKeys = this.context.bullmqKeys();
       const placements = records.map((record): Placement => this.context.classifier.place(record, config));
-      const args: (string | number)[] = [bullmqKeys[''], q.base, config.gen, throttlePrefix, placements.length];
+      const args: (string | number)[] = [bullmqKeys[''], q.base, config.gen, placements.length];
       for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
       const [placed] = (await this.context.runner().run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, bullmqKeys.marker, q.classState], args)) as number[];
       if (Number(placed) >= 0) return Number(placed);
@@ -87,7 +86,7 @@ export class HeldJobPlacer {
           if (members.length === 0) return;
           const q = this.context.queueKeys;
           const reply = (await this.context.runner().run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince, q.removedHeld], [
-            this.context.bullmqKeys()[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, this.context.throttlePrefix, ...members,
+            this.context.bullmqKeys()[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, ...members,
           ])) as unknown[];
           const records = intakeRecords(reply);
           if (records.length > 0) await this.place(records);

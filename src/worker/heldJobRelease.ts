@@ -10,7 +10,10 @@ import { forgetRemovedJobs } from './forgetRemovedJobs';
  */
 export const RELEASE_BATCH = 1_000;
 
-/** releaseHeld's status (lua/releaseHeld-18.lua). */
+/** Heartbeats on which a lapsed queue's release may be refused before it is left to the queue's next worker. */
+const REFUSED_TRIES = 5;
+
+/** releaseHeld's status (lua/releaseHeld-17.lua). */
 const DONE = 1;
 const DECLARED = -1;
 
@@ -29,16 +32,16 @@ export interface ReleaseBatch {
   left: number;
 }
 
-/** One bounded step of a release (lua/releaseHeld-18.lua): at most `batch` jobs move. */
+/** One bounded step of a release (lua/releaseHeld-17.lua): at most `batch` jobs move. */
 export async function releaseHeldBatch(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseBatch> {
   const b = new QueueKeys(keys.prefix).getKeys(queue);
   const q = keys.queue(queue);
   const scriptKeys = [
     b.wait, b.prioritized, b.meta, b.active, b.pc, b.marker,
     q.state, q.intake, q.readyJobs, q.classes, q.classState, q.readyClasses, q.blockedSince, q.stale, q.removedHeld, q.wakeups,
-    keys.registryDeclarations, keys.registryAlive,
+    q.workers,
   ];
-  const args = [b[''], q.base, keys.throttlePrefix, queue, batch];
+  const args = [b[''], q.base, batch];
   const [status, released, left] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
   return { status: status === DONE ? 'done' : status === DECLARED ? 'declared' : 'more', released, left };
 }
@@ -63,10 +66,13 @@ export async function releaseHeldJobs(runner: ScriptRunner, keys: ThrottleKeys, 
  * A worker's share in "a throttle is in effect only while some live worker declares it": on close it puts
  * back its queue's held jobs when no other live worker declares the queue, and on each heartbeat those of
  * queues whose every worker's declarations lapsed (the registry names them to whoever drops the entries).
- * A release that fails (Redis unreachable) is tried again on the next heartbeat.
+ * A release that fails (Redis unreachable) is tried again on the next heartbeat, and so is one refused
+ * while the lapsed worker still looks alive in the queue's own workers set (it is refreshed just after the
+ * registry, on the queue's Redis clock, so it can lapse a moment later): up to REFUSED_TRIES times.
  */
 export class HeldJobRelease {
-  private readonly pending = new Set<string>();
+  /** Queue -> refusals so far. */
+  private readonly pending = new Map<string, number>();
   private readonly keys: ThrottleKeys;
 
   constructor(prefix: string, private readonly logger: Logger) {
@@ -75,11 +81,12 @@ export class HeldJobRelease {
 
   /** Releases the held jobs of `queues` and of any queue left from an earlier try. */
   async release(runner: ScriptRunner, queues: Iterable<string>): Promise<void> {
-    for (const queue of queues) this.pending.add(queue);
-    for (const queue of [...this.pending]) {
+    for (const queue of queues) if (!this.pending.has(queue)) this.pending.set(queue, 0);
+    for (const [queue, refusals] of [...this.pending]) {
       try {
         const { released, complete } = await releaseHeldJobs(runner, this.keys, queue);
-        this.pending.delete(queue);
+        if (!complete && released === 0 && refusals + 1 < REFUSED_TRIES) this.pending.set(queue, refusals + 1);
+        else this.pending.delete(queue);
         if (released > 0) {
           this.logger.info({ queue, released, complete }, complete
             ? 'no live worker declares throttles on the queue: its held jobs went back to wait'

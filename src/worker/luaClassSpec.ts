@@ -15,11 +15,12 @@ function plainSegment(segment: string): boolean {
  * The spec by which the delivery script classifies a queue's new jobs itself (lua/includes/classifyInLua),
  * or '' when only jobClassifier can: a throttle keys on an attribute or on a path a Lua lookup would
  * resolve differently, or a live worker of the queue computes attributes (they are stored with each job
- * as it is first seen, so it must see every job). Throttles come in the order their bucket ids sort.
+ * as it is first seen, so it must see every job). `queueEntries` are the queue's own registry entries.
+ * Throttles come in the order their bucket ids sort.
  */
-export function luaClassSpec(throttles: readonly EffectiveThrottle[], entries: readonly RegistryEntry[], queue: string): string {
+export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntries: readonly RegistryEntry[]): string {
   // An entry that does not say (an older version's) may compute attributes.
-  if (entries.some((entry) => entry.queue === queue && entry.attributes !== false)) return '';
+  if (queueEntries.some((entry) => entry.attributes !== false)) return '';
   const usable = throttles.every((throttle) => (throttle.keyParts ?? []).every((part) =>
     part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment))));
   if (!usable) return '';

@@ -14,31 +14,53 @@ export interface Publication {
   /** Write even from an older version (the registry's version went back: its keys were lost). */
   force: boolean;
   throttles: readonly EffectiveThrottle[];
-  /** How long the queue's state outlives its last refresh. */
+  /** How long the throttles' published limits outlive their last refresh. */
   stateTtlMs: number;
+  /** The publishing worker, kept in the queue's live workers for `ttlMs` (0: it is leaving). */
+  worker: { id: string; ttlMs: number };
+}
+
+/** Where a queue's config and its throttles' limits go: two slots, possibly two Redis servers. */
+export interface PublishTargets {
+  /** Runs on the Redis holding the queue. */
+  queue: ScriptRunner;
+  /** Runs on the Redis holding the throttle namespace (the same runner when they share a server). */
+  throttles: ScriptRunner;
+  keys: ThrottleKeys;
+  queueKeys: QueueThrottleKeys;
+  markerKey: string;
 }
 
 /**
- * Publishes each throttle's effective limits and, given a config, the queue's throttle set and generation
- * (lua/publishQueueConfig-n.lua), unless the queue's config came from a newer registry version.
+ * Publishes, given a config, the queue's throttle set and generation (lua/publishQueueConfig-n.lua, in the
+ * queue's slot) unless the queue's config came from a newer registry version, then each throttle's
+ * effective limits (lua/publishLimits-n.lua, in the namespace's slot). A delivery between the two sees
+ * the new throttle set with the limits of before: each limit applies from the grant after it is written.
  */
-export async function publishQueueConfig(
-  runner: ScriptRunner, keys: ThrottleKeys, queueKeys: QueueThrottleKeys, markerKey: string, publication: Publication,
-): Promise<PublishOutcome> {
-  const { config, version, force, throttles, stateTtlMs } = publication;
-  const scriptKeys = [queueKeys.state, markerKey, ...throttles.map((t) => keys.effectiveLimits(t.name))];
-  const args: (string | number)[] = [
-    config?.gen ?? '',
-    config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
-    config?.luaSpec ?? '',
-    stateTtlMs,
-    version,
-    force ? '1' : '',
-  ];
-  for (const throttle of throttles) {
-    args.push(throttle.limits.length);
-    for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
+export async function publishQueueConfig(targets: PublishTargets, publication: Publication): Promise<PublishOutcome> {
+  const { config, version, force, throttles, stateTtlMs, worker } = publication;
+  const { queueKeys: q } = targets;
+  const configured = config?.throttles ?? [];
+  const reply = Number(await targets.queue.run('publishQueueConfig',
+    [q.state, targets.markerKey, q.workers, ...configured.map((t) => q.throttleStats(t.name).stats)],
+    [
+      config?.gen ?? '',
+      config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
+      config?.luaSpec ?? '',
+      version,
+      force ? '1' : '',
+      worker.id,
+      worker.ttlMs,
+      ...configured.map((t) => Math.max(...t.limits.map((limit) => limit.windowMs))),
+    ]));
+  if (reply === -1) return 'stale';
+  if (throttles.length > 0) {
+    const args: (string | number)[] = [stateTtlMs, version, force ? '1' : ''];
+    for (const throttle of throttles) {
+      args.push(throttle.limits.length);
+      for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
+    }
+    await targets.throttles.run('publishLimits', throttles.map((t) => targets.keys.effectiveLimits(t.name)), args);
   }
-  const reply = Number(await runner.run('publishQueueConfig', scriptKeys, args));
-  return reply === 1 ? 'changed' : reply === -1 ? 'stale' : 'unchanged';
+  return reply === 1 ? 'changed' : 'unchanged';
 }

@@ -8,6 +8,8 @@ import { luaClassSpec } from './luaClassSpec';
 export interface RegistryEntry {
   readonly workerId: string;
   readonly queue: string;
+  /** bullmq's key prefix of the queue: a namespace may hold queues of several prefixes. */
+  readonly prefix: string;
   readonly declarations: readonly ThrottleSpec[];
   /** Whether the worker computes attributes (an `attributes` function); absent in older entries. */
   readonly attributes?: boolean;
@@ -32,8 +34,14 @@ export function effectiveThrottle(entries: readonly RegistryEntry[], name: strin
   return mergeDeclarations(entries.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
 }
 
-export function queueConfigFrom(entries: readonly RegistryEntry[], queue: string): QueueConfig {
-  const names = new Set(entries.filter((e) => e.queue === queue).flatMap((e) => e.declarations.map((d) => d.name)));
+/** The registry's entries for one queue: its name under its bullmq prefix. */
+export function entriesOfQueue(entries: readonly RegistryEntry[], queue: string, prefix: string): RegistryEntry[] {
+  return entries.filter((e) => e.queue === queue && e.prefix === prefix);
+}
+
+export function queueConfigFrom(entries: readonly RegistryEntry[], queue: string, prefix: string): QueueConfig {
+  const mine = entriesOfQueue(entries, queue, prefix);
+  const names = new Set(mine.flatMap((e) => e.declarations.map((d) => d.name)));
   const throttles = [...names].sort().map((name) => effectiveThrottle(entries, name));
-  return { gen: configGeneration(throttles), throttles, luaSpec: luaClassSpec(throttles, entries, queue) };
+  return { gen: configGeneration(throttles), throttles, luaSpec: luaClassSpec(throttles, mine) };
 }

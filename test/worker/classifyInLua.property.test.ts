@@ -57,7 +57,7 @@ describe('classifying jobs inside the delivery script', () => {
         const keyed = parts ? throttle.key(parts) : throttle;
         return mergeDeclarations([(unthrottled ? keyed.whenKeyMissing(Missing.Unthrottled) : keyed).limit(5, '1s')]);
       }).sort((a, b) => (a.name < b.name ? -1 : 1));
-      const spec = luaClassSpec(throttles, [], 'q');
+      const spec = luaClassSpec(throttles, []);
       expect(spec).not.toBe('');
       const config: QueueConfig = { gen: configGeneration(throttles), throttles, luaSpec: spec };
       const expected = classifier.place({ id: '1', name, data, opts: '{}', priority: '0', storedAttributes: null }, config).member;
@@ -74,14 +74,13 @@ describe('classifying jobs inside the delivery script', () => {
 
   it('leaves attribute keys, JavaScript-only paths and workers that compute attributes to the TypeScript classifier', () => {
     const throttle = (part: KeyPart) => mergeDeclarations([Throttle.named('t').key([part]).limit(1, '1s')]);
-    expect(luaClassSpec([throttle(Key.attribute('a'))], [], 'q')).toBe('');
+    expect(luaClassSpec([throttle(Key.attribute('a'))], [])).toBe('');
     for (const path of ['items.0', 'items.length', 'constructor', 'a.toString', 'a.__proto__']) {
-      expect(luaClassSpec([throttle(Key.data(path))], [], 'q')).toBe('');
+      expect(luaClassSpec([throttle(Key.data(path))], [])).toBe('');
     }
     const plain = [throttle(Key.data('customer'))];
-    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', declarations: [], attributes: false }], 'q')).not.toBe('');
-    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', declarations: [], attributes: true }], 'q')).toBe('');
-    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', declarations: [] }], 'q')).toBe('');
-    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'other', declarations: [], attributes: true }], 'q')).not.toBe('');
+    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', prefix: 'bull', declarations: [], attributes: false }])).not.toBe('');
+    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', prefix: 'bull', declarations: [], attributes: true }])).toBe('');
+    expect(luaClassSpec(plain, [{ workerId: 'w', queue: 'q', prefix: 'bull', declarations: [] }])).toBe('');
   });
 });

@@ -103,10 +103,12 @@ describe('ThrottledWorker delivery', () => {
     await worker.waitUntilReady();
     // A config without this worker's throttle (what an older version, or one whose registry was lost, might
     // publish; publishQueueConfig refuses one from an older registry view, so it is forced here).
-    const older = queueConfigFrom([{ workerId: 'other', queue: 'stale', declarations: [declarationData(Throttle.named('theirs').limit(1000, '1m'))], attributes: false }], 'stale');
+    const older = queueConfigFrom([{ workerId: 'other', queue: 'stale', prefix: bed.prefix, declarations: [declarationData(Throttle.named('theirs').limit(1000, '1m'))], attributes: false }], 'stale', bed.prefix);
     const keys = new ThrottleKeys(bed.prefix);
-    await new ScriptRunner(redis).run('publishQueueConfig', [keys.queue('stale').state, `${bed.prefix}:stale:marker`, keys.effectiveLimits('theirs')],
-      [older.gen, '[]', older.luaSpec, 45_000, 0, '1', 1, 60_000, 1000]);
+    const q = keys.queue('stale');
+    await new ScriptRunner(redis).run('publishQueueConfig', [q.state, `${bed.prefix}:stale:marker`, q.workers, q.throttleStats('theirs').stats],
+      [older.gen, '[]', older.luaSpec, 0, '1', 'other', 45_000, 60_000]);
+    await new ScriptRunner(redis).run('publishLimits', [keys.effectiveLimits('theirs')], [45_000, 0, '1', 1, 60_000, 1000]);
     await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'job', data: { i } })));
     void worker.run();
     await waitFor(() => seen.length === 10, 15_000, 'every job delivered');
@@ -125,13 +127,14 @@ describe('ThrottledWorker delivery', () => {
     const state = keys.queue('views').state;
     const [gen, regv] = await redis.hmget(state, 'gen', 'regv');
     expect(Number(regv)).toBeGreaterThan(0);
-    const older = queueConfigFrom([], 'views');
-    const publish = (version: number) => new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`], ['other-gen', '[]', older.luaSpec, 45_000, version, '']);
+    const older = queueConfigFrom([], 'views', bed.prefix);
+    const q = keys.queue('views');
+    const publish = (version: number) => new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`, q.workers], ['other-gen', '[]', older.luaSpec, version, '', 'other', 45_000]);
     expect(await publish(Number(regv) - 1)).toBe(-1);
     expect(await redis.hget(state, 'gen')).toBe(gen);
     // Limits from an older view stay as they are too (they are shared with other queues).
     const limits = keys.effectiveLimits('mine');
-    expect(await new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`, limits], ['', '', '', 45_000, Number(regv) - 1, '', 1, 1000, 50])).toBe(0);
+    expect(await new ScriptRunner(redis).run('publishLimits', [limits], [45_000, Number(regv) - 1, '', 1, 1000, 50])).toBe(0);
     expect(await redis.hget(limits, '1000')).toBe('5');
     expect(await publish(Number(regv))).toBe(1);
     expect(await redis.hget(state, 'gen')).toBe('other-gen');
@@ -413,7 +416,7 @@ describe('ThrottledWorker keeps bullmq whole', () => {
       throttles: [Throttle.named('stall').limit(5, '1m')], lockDuration: 500, stalledInterval: 300,
     });
     await waitFor(() => starts.length === 2, 15_000, 'the re-delivery');
-    const counter = await storedTokens(redis, `${bed.prefix}::throttle:{stall}:b:-:60000`);
+    const counter = await storedTokens(redis, new ThrottleKeys(bed.prefix).windowCounter('stall', '-', 60_000));
     expect(counter).toBe('2');
     await second.close();
   });
@@ -430,15 +433,16 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     const second = bed.worker('rs', async () => undefined, { throttles: [Throttle.named('another').limit(1, '1m')], attributes: () => ({}) });
     await second.waitUntilReady();
     await first.close();
+    const rs = new ThrottleKeys(bed.prefix).queue('rs');
     const reclassified = async () => {
-      const gen = await redis.hget(`${bed.prefix}::queue:{rs}:state`, 'gen');
-      const classes = await redis.smembers(`${bed.prefix}::queue:{rs}:classes`);
-      return classes.length > 0 && classes.every((member) => member.startsWith(`${gen}/`)) && (await redis.zcard(`${bed.prefix}::queue:{rs}:intake`)) === 0;
+      const gen = await redis.hget(rs.state, 'gen');
+      const classes = await redis.smembers(rs.classes);
+      return classes.length > 0 && classes.every((member) => member.startsWith(`${gen}/`)) && (await redis.zcard(rs.intake)) === 0;
     };
     await waitFor(reclassified, 15_000, 'reclassification under the new throttle');
     const counts = await queue.getJobCounts();
     const held = await getThrottledCount(queue);
     expect(Object.values(counts).reduce((a, b) => a + b, 0) + held.throttled).toBe(3);
-    expect(await redis.scard(`${bed.prefix}::queue:{rs}:removed-held`)).toBe(0);
+    expect(await redis.scard(rs.removedHeld)).toBe(0);
   });
 });

@@ -42,7 +42,7 @@ describe('Redis faults', () => {
     ]) as Error;
     expect(failure).toBeInstanceOf(RedisSetupError);
     expect(failure!.message).toContain("ThrottledWorker('orders'): Redis ACL user 'jobs' may not access key");
-    expect(failure!.message).toContain("'acl::registry:{declarations}:");
+    expect(failure!.message).toContain("'acl::throttle:{acl}::registry:");
     expect(failure!.message).toContain('ACL SETUSER jobs ~acl:*');
     expect((failure as RedisSetupError).code).toBe('NOPERM');
     await expect(w.run()).rejects.toBe(failure);

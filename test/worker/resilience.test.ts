@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import IORedis, { Redis } from 'ioredis';
-import { assertSupportedBullmq, SUPPORTED_BULLMQ_RANGE, Throttle, ThrottledWorker, UnsupportedBullmqError } from '../../src';
+import { assertSupportedBullmq, SUPPORTED_BULLMQ_RANGE, Throttle, ThrottledWorker, ThrottleKeys, UnsupportedBullmqError } from '../../src';
 import { freeLoopbackPort, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { newRedis } from '../support/redis';
 import { capturingLogger, connectionFor, waitFor, WorkerTestBed } from '../support/bullmq';
@@ -112,7 +112,7 @@ describe('plain workers and closing', () => {
     await worker.close();
     expect(finished).toBe(true);
     expect(await queue.getJobCounts('completed')).toEqual({ completed: 1 });
-    const entries = await redis.hlen(`${bed.prefix}::registry:{declarations}:entries`);
+    const entries = await redis.hlen(new ThrottleKeys(bed.prefix).registryDeclarations);
     expect(entries).toBe(0);
   });
 });

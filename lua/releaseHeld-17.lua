@@ -21,26 +21,24 @@
   When nothing is held any more, the queue's scheduler keys go (its published config and generation with
   the state hash), so that nothing treats the queue as throttled afterwards.
 
-  Every call first looks for a live declaration of the queue in the registry (an entry whose lapse time is
-  later than now): while one exists, nothing is moved. A worker that registers between two calls therefore
+  Every call first looks for a live ThrottledWorker of the queue in its workers set (a worker whose lapse
+  time is later than now; each worker refreshes its entry with its declarations, see publishQueueConfig):
+  while one exists, nothing is moved. A worker that registers between two calls therefore
   finds the jobs either still held (and delivers them) or back in wait (and classifies them again).
 
   Input:
     KEYS[1]  wait           KEYS[7]  state          KEYS[14] stale
     KEYS[2]  prioritized    KEYS[8]  intake         KEYS[15] removed-held
     KEYS[3]  meta           KEYS[9]  ready-jobs     KEYS[16] wakeups
-    KEYS[4]  active         KEYS[10] classes        KEYS[17] registry entries (HASH worker id -> JSON)
-    KEYS[5]  pc             KEYS[11] class-state    KEYS[18] registry alive (ZSET worker id -> lapse ms)
+    KEYS[4]  active         KEYS[10] classes        KEYS[17] workers (ZSET worker id -> lapse ms)
+    KEYS[5]  pc             KEYS[11] class-state
     KEYS[6]  marker         KEYS[12] ready-classes
                             KEYS[13] blocked-since
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")   ARGV[2] queue base of our keys
-    ARGV[3]  throttle key prefix   ARGV[4] the queue's name, as registry entries spell it
-    ARGV[5]  most jobs to move in this call
+    ARGV[3]  most jobs to move in this call
     (test builds read one more trailing ARGV, a clock offset in ms)
 
-  Class and bucket keys are composed from ARGV[2] and ARGV[3] (includes/schedulerKeys); in Redis Cluster the
-  registry keys hash with the others only under a hash-tagged prefix such as {bull}, which the worker
-  scripts need already.
+  Class keys are composed from ARGV[2] (includes/schedulerKeys): every key is in the queue's own slot.
 
   Output:
     { status, released, left }: status 1 = done (nothing held any more), 0 = call again, -1 = a live
@@ -62,9 +60,9 @@ local rcall = redis.call
 local waitKey, prioritizedKey, metaKey, activeKey, pcKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local stateKey, intakeKey, readyJobsKey, classesKey, classStateKey = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local readyClassesKey, blockedSinceKey, staleKey, removedHeldKey, wakeupsKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16]
-local entriesKey, aliveKey = KEYS[17], KEYS[18]
-local jobPrefix, queueBase, throttlePrefix, queueName = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local budget = tonumber(ARGV[5])
+local workersKey = KEYS[17]
+local jobPrefix, queueBase = ARGV[1], ARGV[2]
+local budget = tonumber(ARGV[3])
 
 -- Held jobs left (with intake), after this call's moves.
 local function left()
@@ -80,16 +78,7 @@ local function inChunks(command, key, items)
 end
 
 local nowMs = math.floor(nowUs() / 1000)
-local live = rcall('ZRANGEBYSCORE', aliveKey, '(' .. intArg(nowMs), '+inf')
-for i = 1, #live, CHUNK do
-  local entries = rcall('HMGET', entriesKey, unpack(live, i, math.min(i + CHUNK - 1, #live)))
-  for _, json in ipairs(entries) do
-    if json then
-      local ok, entry = pcall(cjson.decode, json)
-      if ok and type(entry) == 'table' and entry.queue == queueName then return { -1, 0, left() } end
-    end
-  end
-end
+if #rcall('ZRANGEBYSCORE', workersKey, '(' .. intArg(nowMs), '+inf', 'LIMIT', 0, 1) > 0 then return { -1, 0, left() } end
 
 local moves = 0
 -- held goes up as intake jobs join ready-jobs and down as held jobs leave; stored once at the end.
@@ -184,7 +173,7 @@ while moves < budget do
     local waitedOn = rcall('HGET', classStateKey, member)
     if waitedOn and taken > 0 then
       -- No longer held by that full bucket: they count as held jobs that are not waiting.
-      noteWaiting(throttlePrefix, parseBucketId(waitedOn), -taken)
+      noteWaiting(queueBase, parseBucketId(waitedOn), -taken)
       rcall('HINCRBY', stateKey, 'blocked', -taken)
     end
     if rcall('EXISTS', classKey) == 0 then
@@ -246,5 +235,5 @@ local wakeups = rcall('ZRANGE', wakeupsKey, 0, budget - moves - 1)
 for _, bucketId in ipairs(wakeups) do rcall('DEL', waitersKey(queueBase, bucketId)) end
 if #wakeups > 0 then inChunks('ZREM', wakeupsKey, wakeups) end
 if rcall('EXISTS', wakeupsKey) == 1 then return { 0, released, 0 } end
-rcall('DEL', stateKey, classStateKey, readyClassesKey, blockedSinceKey, staleKey, removedHeldKey)
+rcall('DEL', stateKey, classStateKey, readyClassesKey, blockedSinceKey, staleKey, removedHeldKey, workersKey)
 return { 1, released, 0 }

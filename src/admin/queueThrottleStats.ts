@@ -1,0 +1,45 @@
+import { QueueThrottleStatsKeys } from '../keys/ThrottleKeys';
+import { RedisClient } from '../redis/connection';
+
+/** What the queues where a throttle is declared keep of it, added up (see lua/includes/throttleStatsNotes.lua). */
+export interface QueueThrottleTotals {
+  waiting: number;
+  delivered: number;
+  limited: number;
+  /** Bucket segment -> jobs waiting on it, over the queues' top buckets. */
+  waitingByBucket: Map<string, number>;
+  /** Slot of longest/60 -> deliveries in it, over every queue. */
+  recent: Map<number, number>;
+}
+
+/**
+ * Reads each queue's statistics of one throttle and adds them up. Each queue keeps its own (in its own
+ * slot), so a throttle shared by queues on several slots or servers is read from each. The top buckets are
+ * the sum of each queue's `top` busiest: exact when one queue holds a bucket's jobs, as it usually does.
+ */
+export async function readQueueThrottleTotals(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], top: number): Promise<QueueThrottleTotals> {
+  const totals: QueueThrottleTotals = { waiting: 0, delivered: 0, limited: 0, waitingByBucket: new Map(), recent: new Map() };
+  await Promise.all(queues.map(async (keys) => {
+    const [fields, topRaw, recent] = await Promise.all([
+      client.hmget(keys.stats, 'waiting', 'delivered', 'limited'),
+      top > 0 ? client.zrevrangebyscore(keys.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
+      client.hgetall(keys.recent),
+    ]);
+    totals.waiting += Math.max(0, Number(fields[0] ?? 0));
+    totals.delivered += Number(fields[1] ?? 0);
+    totals.limited += Number(fields[2] ?? 0);
+    for (let i = 0; i < topRaw.length; i += 2) {
+      totals.waitingByBucket.set(topRaw[i], (totals.waitingByBucket.get(topRaw[i]) ?? 0) + Number(topRaw[i + 1]));
+    }
+    for (const [slot, count] of Object.entries(recent)) {
+      totals.recent.set(Number(slot), (totals.recent.get(Number(slot)) ?? 0) + Number(count));
+    }
+  }));
+  return totals;
+}
+
+/** Jobs of one bucket waiting, over every queue. */
+export async function readBucketWaiting(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], bucket: string): Promise<number> {
+  const counts = await Promise.all(queues.map((keys) => client.zscore(keys.waiting, bucket)));
+  return counts.reduce((sum, count) => sum + Math.max(0, Number(count ?? 0)), 0);
+}
