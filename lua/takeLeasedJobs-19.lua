@@ -11,9 +11,9 @@
   reclassified) keeps only one token per job. Tokens not kept are answered for return to the grantor (none
   was ever spendable). A deposit wakes the classes waiting on its buckets.
 
-  Input: KEYS and ARGV[1..12+K] as takeNextJobs-19.lua, then
-    ARGV[13+K]  most classes waiting for tokens to answer (0: none)
-    ARGV[14+K]  D, then D deposits of 6: class, requestUs (this node's clock, the reply the request
+  Input: KEYS and ARGV[1..13+K] as takeNextJobs-19.lua, then
+    ARGV[14+K]  most classes waiting for tokens to answer (0: none)
+    ARGV[15+K]  D, then D deposits of 6: class, requestUs (this node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared)
     (test builds read one more trailing ARGV, a clock offset in ms)
@@ -29,7 +29,7 @@ local rcall = redis.call
 --- @include "includes/takeJobsInput"
 --- @include "includes/leasedRoom"
 
-local leaseArgsAt = 13 + K
+local leaseArgsAt = 14 + K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
 

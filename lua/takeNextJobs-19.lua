@@ -46,6 +46,9 @@
              them on its caller's clock (delays are set on the producer's); every throttle decision, and
              processedOn, read the Redis server's TIME
     ARGV[12] K, then K lock tokens: up to K jobs are delivered, each locked with the next token not refused
+    ARGV[13+K] after a restart or promotion of this node: 'hold' the namespace's throttles for their longest
+             window (they may have lost deliveries with it), or 'resume' after h (Redis keeps acknowledged
+             writes); see includes/recoveryHold
     (test builds read one more trailing ARGV, a clock offset in ms)
     bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 

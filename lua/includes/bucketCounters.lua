@@ -1,8 +1,11 @@
 --[[
   The window counters of throttle buckets within one script run: each limit's counter is loaded once
   (and swept), shared by every class that draws from it, and saved once at the end.
-  Needs includes/windowCounter and includes/schedulerKeys.
+  A throttle can be held (no room at all) for a while after the node holding its counters restarted or was
+  promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
+  Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
+--- @include "recoveryHold"
 local limitsCache = {}
 local counterList = {}
 
@@ -22,6 +25,7 @@ local function throttleLimits(throttlePrefix, encodedName)
         cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keyHead = keyHead, keyTail = keyTail }
       end
     end
+    if #cached > 0 then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
     limitsCache[encodedName] = cached
   end
   if #cached == 0 then return nil end
@@ -44,12 +48,14 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
     counterList[#counterList + 1] = counter
     counters[#counters + 1] = counter
   end
+  counters.heldUntilUs, counters.nowUs = limits.heldUntilUs, nowUs
   bucketCache[bucket.id] = counters
   return counters
 end
 
 -- Tokens the bucket could still grant now (the tightest of its limits).
 local function bucketRoom(counters)
+  if counters.heldUntilUs > counters.nowUs then return 0 end
   local room = nil
   for _, counter in ipairs(counters) do
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
@@ -62,6 +68,7 @@ end
 -- When the bucket next has room for one more (us), 0 when it has room now.
 local function bucketRoomAtUs(counters)
   local at = 0
+  if counters.heldUntilUs > counters.nowUs then at = counters.heldUntilUs end
   for i = 1, #counters do
     local counter = counters[i]
     -- Below its limit by its stored count, a counter has room (roomAtUs would say so too, at more cost).

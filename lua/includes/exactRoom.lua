@@ -6,13 +6,20 @@
   declares the throttle.
 ]]
 --- @include "windowCounter"
+--- @include "nodeIdentity"
 --- @include "bucketCounters"
 --- @include "throttleStats"
 
 local exactRoomContext
 
+-- A restart or promotion of this node (it holds the queue and its counters) holds the namespace's
+-- throttles (includes/recoveryHold): for their longest window, since the deliveries recorded here may be
+-- lost too, unless the worker says Redis keeps acknowledged writes (ctx.afterRestart 'resume').
 local function initRoom(ctx)
   exactRoomContext = ctx
+  if checkNodeIdentity(ctx.throttlePrefix .. ':grantor', ctx.nowMs) == 'changed' then
+    beginRecoveryHold(ctx.throttlePrefix, ctx.nowMs, ctx.afterRestart == 'resume' and 'lease' or 'window', ctx.leaseMs)
+  end
 end
 
 local function roomSource(bucket)

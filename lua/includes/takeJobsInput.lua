@@ -29,4 +29,6 @@ local callerGen = ARGV[8]
 local workerLimiterMax, workerLimiterMs = tonumber(ARGV[9]), tonumber(ARGV[10])
 local callerMs = tonumber(ARGV[11])
 local K = tonumber(ARGV[12])
+-- After a restart or promotion of the node holding the counters: 'hold' (for the longest window) or 'resume' (includes/recoveryHold).
+local afterRestart = ARGV[13 + K]
 

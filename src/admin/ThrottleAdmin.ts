@@ -19,6 +19,7 @@ import pino from 'pino';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { readBucketWaiting, readQueueThrottleTotals } from './queueThrottleStats';
+import { readRecoveryHold } from './recoveryHold';
 
 export interface ThrottleAdminOptions {
   /** ioredis options, a redis:// URL, or an ioredis client (which the admin then never closes). */
@@ -185,10 +186,11 @@ export class ThrottleAdmin {
     const throttle = await this.effective(name, entries);
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const k = this.keys.throttleIndexes(name);
-    const [activeBuckets, bucketsAtLimit, totals] = await Promise.all([
+    const [activeBuckets, bucketsAtLimit, totals, recoveryHold] = await Promise.all([
       this.client.zcount(k.active, `(${now}`, '+inf'),
       this.client.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
+      readRecoveryHold(this.client, this.keys.grantorRecord, throttle.limits, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -220,6 +222,7 @@ export class ThrottleAdmin {
       deliveredTotal: totals.delivered,
       limitedTotal: totals.limited,
       tokensExpired: totals.expired,
+      recoveryHold,
       at: now,
     };
   }

@@ -1,6 +1,7 @@
 import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Missing } from '../declarations/Missing';
+import type { RecoveryHold } from './recoveryHold';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
@@ -59,6 +60,11 @@ export interface ThrottleStats extends ThrottleSummary {
   /** Since the throttle's keys were created. */
   deliveredTotal: number;
   limitedTotal: number;
+  /**
+   * Set while the throttle is held after the Redis node counting it restarted or a replica took over: nothing of
+   * it is delivered until `until` (ms, Redis clock). Unthrottled deliveries go on.
+   */
+  recoveryHold: RecoveryHold | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
   tokensExpired: number;
   at: number;

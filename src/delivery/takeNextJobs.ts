@@ -38,6 +38,8 @@ export interface TakeCall {
   limiter?: { max: number; duration: number };
   /** The config generation the worker holds ('' before it has one). */
   gen: string;
+  /** Redis keeps acknowledged writes: after a restart or promotion, throttles resume after h, not their longest window. */
+  durableRedis: boolean;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];
 }
@@ -56,6 +58,7 @@ export function takeJobsInput(call: TakeCall): { keys: string[]; args: (string |
       keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
       // This process's clock, for delayed jobs only (bullmq promotes them on its caller's clock).
       call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', Date.now(), call.tokens.length, ...call.tokens,
+      call.durableRedis ? 'resume' : 'hold',
     ],
   };
 }

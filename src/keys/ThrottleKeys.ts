@@ -74,6 +74,14 @@ export class ThrottleKeys {
     return `${this.namespaceBase}::registry:alive`;
   }
 
+  /**
+   * HASH id, since, holdFrom, hold, holdMs: the identity of the Redis node that counts the namespace's
+   * throttles, and the hold its restart or promotion began (lua/includes/nodeIdentity.lua, recoveryHold.lua).
+   */
+  get grantorRecord(): string {
+    return `${this.namespaceBase}::grantor`;
+  }
+
   /** STRING: a counter that goes up with every change of the registry. */
   get registryVersion(): string {
     return `${this.namespaceBase}::registry:version`;

@@ -46,6 +46,13 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.tokensExpired })),
   },
   {
+    name: 'throttle_recovery_hold_seconds',
+    help: 'Seconds until the throttle is delivered again after the Redis node counting it restarted or failed over (0: not held).',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.recoveryHold ? Math.max(0, (t.recoveryHold.until - t.at) / 1000) : 0 })),
+  },
+  {
     name: 'throttle_active_buckets',
     help: 'Buckets of the throttle with deliveries still inside its longest window.',
     type: 'gauge',

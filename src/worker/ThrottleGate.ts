@@ -34,6 +34,7 @@ import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
+import { RecoveryHoldNotice } from './recoveryHoldNotice';
 
 export interface GateOptions {
   queue: string;
@@ -46,6 +47,8 @@ export interface GateOptions {
   declarationTtlMs: number;
   /** h; undefined: 0 in exact delivery, DEFAULT_LEASE_MS in leased delivery. */
   leaseMs?: number;
+  /** See ThrottledWorkerOptions.durableRedis. */
+  durableRedis?: boolean;
   /** Throttles counted on another Redis (leased delivery); by default on the worker's own connection. */
   grantor?: { connection: ConnectionInput };
   /** The worker's concurrency as it is now. */
@@ -77,6 +80,7 @@ export class ThrottleGate implements Gate {
   private namespaceRunner?: ScriptRunner;
   private grantorConnection?: OwnedClient;
   private delivery?: Delivery;
+  private workerClient?: RedisClient;
   private leaseMs = 0;
   private completer?: JobCompleter;
   private registry?: DeclarationRegistry;
@@ -94,11 +98,13 @@ export class ThrottleGate implements Gate {
   private readonly failures: GateFailures;
   private failedStart?: Error;
   private readonly namespaceCheck: NamespaceCheck;
+  private readonly holdNotice: RecoveryHoldNotice;
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
+    this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
     this.namespaceCheck = new NamespaceCheck(options.namespace, options.throttles.map((t) => t.name), options.declarationTtlMs, options.logger, { queue: options.queue });
     this.placer = new HeldJobPlacer({
       queue: options.queue,
@@ -213,6 +219,7 @@ export class ThrottleGate implements Gate {
       try {
         const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
+        this.workerClient = client;
         this.delivery ??= this.chooseDelivery(client);
         this.registry ??= new DeclarationRegistry(this.namespaceRunner!, this.keys, {
           workerId: this.workerId, queue, prefix: this.options.prefix, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
@@ -256,6 +263,7 @@ export class ThrottleGate implements Gate {
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
+      await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.config?.throttles ?? []);
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -462,7 +470,7 @@ export class ThrottleGate implements Gate {
     logger.info({ queue, delivery: mode, leaseMs: this.leaseMs }, `${mode} delivery`);
     const context = () => ({
       bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
-      lockDuration: this.lockDuration, leaseMs: this.leaseMs, limiter: this.limiter,
+      lockDuration: this.lockDuration, leaseMs: this.leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
     });
     if (mode === 'exact') return new ExactDelivery(() => this.runner!, context);
     return new LeasedDelivery({
@@ -477,6 +485,11 @@ export class ThrottleGate implements Gate {
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
     });
+  }
+
+  /** The connection that reaches the namespace's slot (the grantor option's, or the worker's own). */
+  private namespaceClient(): RedisClient {
+    return this.grantorConnection?.client ?? this.workerClient!;
   }
 
   /** Leased tokens went into the queue's pools: slots waiting here look again, and bullmq's blocked main loop wakes. */

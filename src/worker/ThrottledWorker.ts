@@ -36,6 +36,14 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    */
   grantor?: { connection: ConnectionInput };
   /**
+   * The Redis holding the throttles never loses a write it acknowledged (AOF with appendfsync always, and no
+   * failover to a replica that lags). When that Redis restarts or a replica takes over, the throttles it
+   * counts then resume after leaseMs (and a 100 ms margin) rather than after their longest window, which
+   * is how long they otherwise pause, since deliveries counted just before may have been lost with it.
+   * @default false
+   */
+  durableRedis?: boolean;
+  /**
    * The throttle namespace: throttles of one name are one throttle within it, whatever queue or bullmq
    * prefix declares them. Give queues of different prefixes the same throttlePrefix to share their throttles.
    * @default prefix (bullmq's, 'bull' unless set)
@@ -89,12 +97,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       declarationTtlMs: opts.declarationTtlMs ?? 15_000,
       leaseMs: opts.leaseMs,
       grantor: opts.grantor,
+      durableRedis: opts.durableRedis,
       concurrency: () => worker?.concurrency ?? opts.concurrency ?? 1,
       mayWait: () => !worker?.isPaused(),
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
       onError: (error) => worker?.emit('error', error),
     });
-    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, ...workerOptions } = opts;
+    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     this.gate = gate;

@@ -49,7 +49,7 @@ describe(`waiting jobs our scripts put back, on a paused queue (bullmq ${selectA
     await new Promise((r) => setTimeout(r, 30));
     const reply = await takeNextJobs(runner, {
       bullmqKeys: keys, queueKeys: new ThrottleKeys(bed.prefix).queue('delayed'), throttlePrefix: new ThrottleKeys(bed.prefix).throttlePrefix,
-      lockDuration: 30_000, leaseMs: 0, workerName: '', gen: '', tokens: ['t'],
+      lockDuration: 30_000, leaseMs: 0, workerName: '', gen: '', tokens: ['t'], durableRedis: false,
     });
     expect(reply.jobs).toEqual([]);
     expect(await redis.zcard(keys.delayed)).toBe(0);

@@ -12,6 +12,7 @@ const THROTTLE_METRICS = [
   'throttle_limited_total',
   'throttle_delivered_total',
   'throttle_tokens_expired_total',
+  'throttle_recovery_hold_seconds',
   'throttle_active_buckets',
   'throttle_buckets_at_limit',
   'throttle_waiting',

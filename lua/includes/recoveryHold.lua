@@ -1,0 +1,40 @@
+--[[
+  After the Redis node holding a throttle namespace's counters restarted or was promoted (includes/
+  nodeIdentity), its counters may lack deliveries that happened: a snapshot older than them was loaded, or
+  the replica had not received them. Until those deliveries have left every window, the namespace's
+  throttles are held (no room), unless the deployment says its Redis never loses acknowledged writes:
+    hold 'window'  each throttle for its longest window, plus holdMs (default; exact delivery, where the
+                   deliveries were recorded by the same node and may be lost with it)
+    hold 'lease'   holdMs only: every token the previous node granted is spent or expired by then (rule 4),
+                   and what was spent is counted again from the queues' records (leased delivery), or the
+                   deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
+  holdMs covers h (the longest lease) and a margin for clock drift.
+  The record is the namespace's <throttlePrefix>:grantor HASH: id, since (nodeIdentity), holdFrom (ms, this
+  node's clock), hold, holdMs. The including script defines rcall.
+]]
+-- Clocks may run apart by this much over a hold: it is added to every hold.
+local HOLD_MARGIN_MS = 100
+
+local recoveryRecord
+
+local function beginRecoveryHold(throttlePrefix, nowMs, hold, leaseMs)
+  local recordKey = throttlePrefix .. ':grantor'
+  rcall('HSET', recordKey, 'holdFrom', nowMs, 'hold', hold, 'holdMs', leaseMs + HOLD_MARGIN_MS)
+  recoveryRecord = nil
+end
+
+-- When the throttle (its limits as bucketCounters' throttleLimits reads them) is no longer held, in us; 0: not held.
+local function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
+  if recoveryRecord == nil then
+    local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs')
+    recoveryRecord = { from = tonumber(fields[1]), hold = fields[2], holdMs = tonumber(fields[3]) or 0 }
+  end
+  if not recoveryRecord.from then return 0 end
+  local untilMs = recoveryRecord.from + recoveryRecord.holdMs
+  if recoveryRecord.hold == 'window' then
+    local longest = 0
+    for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
+    untilMs = untilMs + longest
+  end
+  return untilMs * 1000
+end

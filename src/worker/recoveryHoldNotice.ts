@@ -1,0 +1,32 @@
+import type { Logger } from 'pino';
+import { readRecoveryHold } from '../admin/recoveryHold';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { RedisClient } from '../redis/connection';
+
+/**
+ * Logs, once per hold, that a throttle this worker declares is held after the Redis node counting it
+ * restarted or a replica took over (lua/includes/recoveryHold.lua), and until when: its jobs wait
+ * meanwhile, while unthrottled jobs go on. Read on each heartbeat.
+ */
+export class RecoveryHoldNotice {
+  private readonly said = new Set<string>();
+
+  constructor(private readonly logger: Logger, private readonly queue: string) {}
+
+  async check(client: RedisClient, grantorRecord: string, throttles: readonly EffectiveThrottle[]): Promise<void> {
+    if (throttles.length === 0) return;
+    const [seconds, micros] = await client.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    for (const throttle of throttles) {
+      const hold = await readRecoveryHold(client, grantorRecord, throttle.limits, now);
+      if (!hold) continue;
+      const said = `${throttle.name}@${hold.until}`;
+      if (this.said.has(said)) continue;
+      this.said.add(said);
+      this.logger.warn({ queue: this.queue, throttle: throttle.name, until: new Date(hold.until).toISOString(), hold: hold.kind },
+        hold.kind === 'window'
+          ? `throttle '${throttle.name}' pauses for its longest window: the Redis node counting it restarted or a replica took over, and deliveries counted just before may be lost`
+          : `throttle '${throttle.name}' pauses while the tokens of the Redis node that counted it before a restart or failover are spent or expire`);
+    }
+  }
+}
