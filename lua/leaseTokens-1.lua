@@ -8,14 +8,21 @@
   Deliveries are decided in order, each seeing the tokens granted before it. The throttles' effective
   limits are read from their published :limits, as exact delivery reads them.
 
+  A grantor that finds itself on a new node (a restart, a promoted replica) grants nothing until every
+  token its predecessor granted is spent or expired and its counts are rebuilt from the queues' records
+  (includes/grantorRecovery: rules 3 and 4); a queue that has not reported what it delivered is asked to.
+
   Input:
     KEYS[1]  the namespace's registry version key (any key of the namespace: it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] h, the lease (ms)
-    ARGV[3]  D, then per delivery: n wanted, c, then c bucket ids ("<encoded throttle>=<bucket>")
+    ARGV[3]  the asking queue's id (prefix:queue)   ARGV[4] '1' when Redis keeps acknowledged writes (durableRedis)
+    ARGV[5]  D, then per delivery: n wanted, c, then c bucket ids ("<encoded throttle>=<bucket>")
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
-    { nowUs, then per delivery: granted, roomInMs }: granted tokens (0..n); roomInMs, when fewer than n were
+    { nowUs, status, then per delivery: granted, roomInMs }: status 0 (decided), 1 (report what the queue
+    delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other queues have not reported
+    yet; nothing granted, roomInMs says when to ask again); granted tokens (0..n); roomInMs, when fewer than n were
     granted, how long from now until one more would fit (at least 1), 0 when all were, -1 when a throttle
     of the delivery has no published limits (no live worker declares it: nothing is granted).
 ]]
@@ -25,16 +32,29 @@ local rcall = redis.call
 --- @include "includes/intArg"
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
+--- @include "includes/nodeIdentity"
 --- @include "includes/bucketCounters"
+--- @include "includes/grantorRecovery"
 --- @include "includes/throttleIndexes"
 
-local throttlePrefix, leaseMs = ARGV[1], tonumber(ARGV[2])
+local throttlePrefix, leaseMs, queueId, durable = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+local deliveries = tonumber(ARGV[5])
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
-local reply = { now }
+noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false)
+local gather = gatherState(throttlePrefix, nowMs, queueId)
+if gather then
+  local reply = { now, gather == 'report' and 1 or 2 }
+  for _ = 1, deliveries do
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = 50
+  end
+  return reply
+end
+local reply = { now, 0 }
 local touched = {}
-local at = 4
-for d = 1, tonumber(ARGV[3]) do
+local at = 6
+for d = 1, deliveries do
   local wanted, c = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
   local sources, stale = {}, false
   for j = 1, c do

@@ -6,48 +6,62 @@
   in the queue's own slot.
 
   Before delivering, the call puts in the pools the tokens the grantor granted since the last call, each
-  expiring h after the reply that preceded its request, on this node's clock: a deposit that comes after that
-  is refused whole, and one for a class with fewer held jobs than tokens (delivered meanwhile, removed,
+  expiring h after the reply that preceded its request, on this node's clock: a deposit that comes after that,
+  or whose request followed a reply of another node (its clock is another's), is refused whole, and one for a class with fewer held jobs than tokens (delivered meanwhile, removed,
   reclassified) keeps only one token per job. Tokens not kept are answered for return to the grantor (none
   was ever spendable). A deposit wakes the classes waiting on its buckets.
 
   Input: KEYS and ARGV[1..13+K] as takeNextJobs-19.lua, then
     ARGV[14+K]  most classes waiting for tokens to answer (0: none)
-    ARGV[15+K]  D, then D deposits of 6: class, requestUs (this node's clock, the reply the request
+    ARGV[15+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
+    ARGV[16+K]  D, then D deposits of 6: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
+  A restart or promotion of this node (includes/nodeIdentity) empties every pool first: a pool restored
+  from an older state may hold tokens that were spent since.
+
   Output: { takeNextJobs' reply, lease } with lease =
-    { expired, W, class_1, held_1, ..., class_W, held_W, R, then R return groups of 5: bucket id, grantUs,
-      leaseMs, nonce, count }
+    { expired, node, W, class_1, held_1, ..., class_W, held_W, R, then R return groups of 5: bucket id,
+      grantUs, leaseMs, nonce, count }
+    node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
     tokens, with its held jobs; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
 ]]
 local rcall = redis.call
 
 --- @include "includes/takeJobsInput"
+--- @include "includes/nodeIdentity"
 --- @include "includes/leasedRoom"
 
 local leaseArgsAt = 14 + K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
 
--- Grants since the last call go into the pools (or back) before anything is delivered.
 local depositNow = nowUs()
-local depositCount = tonumber(ARGV[leaseArgsAt + 1])
+local nodeKey = queueBase .. ':node'
+if checkNodeIdentity(nodeKey, math.floor(depositNow / 1000)) == 'changed' then
+  for _, bucketId in ipairs(rcall('SMEMBERS', queueBase .. ':lease-pools')) do rcall('DEL', poolKey(queueBase, bucketId)) end
+  rcall('DEL', queueBase .. ':lease-pools')
+end
+local node = rcall('HGET', nodeKey, 'id')
+
+-- Grants since the last call go into the pools (or back) before anything is delivered.
+local sameNode = ARGV[leaseArgsAt + 1] == node
+local depositCount = tonumber(ARGV[leaseArgsAt + 2])
 local currentGen = rcall('HGET', stateKey, 'gen') or ''
 for d = 0, depositCount - 1 do
-  local at = leaseArgsAt + 2 + 6 * d
+  local at = leaseArgsAt + 3 + 6 * d
   local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
   local count, roomInMs = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
   local memberGen, buckets = parseClass(member)
   local expiresUs = requestUs + leaseMs * 1000
   local keep = 0
-  if count > 0 and expiresUs > depositNow and memberGen == currentGen then
+  if count > 0 and sameNode and expiresUs > depositNow and memberGen == currentGen then
     keep = math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
   end
-  if count > 0 and expiresUs <= depositNow then
+  if count > 0 and (expiresUs <= depositNow or not sameNode) then
     for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count) end
   end
   for _, bucket in ipairs(buckets) do
@@ -81,7 +95,7 @@ end
 --- @include "includes/takeJobsBody"
 
 -- Classes waiting for tokens, first in queue order, with their held jobs (the worker leases for them).
-local lease = { expiredThisRun(), 0 }
+local lease = { expiredThisRun(), node, 0 }
 if wantsLimit > 0 then
   local wants = rcall('ZRANGE', queueBase .. ':lease-wants', 0, wantsLimit - 1)
   for _, member in ipairs(wants) do
@@ -91,7 +105,7 @@ if wantsLimit > 0 then
     else
       lease[#lease + 1] = member
       lease[#lease + 1] = held
-      lease[2] = lease[2] + 1
+      lease[3] = lease[3] + 1
     end
   end
 end

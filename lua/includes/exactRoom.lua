@@ -8,6 +8,7 @@
 --- @include "windowCounter"
 --- @include "nodeIdentity"
 --- @include "bucketCounters"
+--- @include "grantorRecovery"
 --- @include "throttleStats"
 
 local exactRoomContext
@@ -17,9 +18,7 @@ local exactRoomContext
 -- lost too, unless the worker says Redis keeps acknowledged writes (ctx.afterRestart 'resume').
 local function initRoom(ctx)
   exactRoomContext = ctx
-  if checkNodeIdentity(ctx.throttlePrefix .. ':grantor', ctx.nowMs) == 'changed' then
-    beginRecoveryHold(ctx.throttlePrefix, ctx.nowMs, ctx.afterRestart == 'resume' and 'lease' or 'window', ctx.leaseMs)
-  end
+  noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true)
 end
 
 local function roomSource(bucket)

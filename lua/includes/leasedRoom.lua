@@ -17,8 +17,18 @@
   so a token spent here was spent within h of its grant: at most N in any window of W (rule 2).
   A pool's key expires with its last token.
 
+  Every spend is recorded in the queue's own slot, per bucket, for its throttle's longest window, so that
+  a grantor that lost its counts (a restart, a failover) can count them again (reportQueueHistory):
+    <queueBase>:h:<W>/<bucket id>  HASH a window counter (includes/windowCounter, window W: the throttle's
+                                 longest, no lease) of the spends
+    <queueBase>:h-index          ZSET "<W>/<bucket id>" -> ms that history empties
+    <queueBase>:node             HASH id, since: this node's identity (includes/nodeIdentity); the history
+                                 is whole only since then
+
   Needs includes/schedulerKeys, includes/intArg and includes/throttleStatsNotes.
 ]]
+--- @include "windowCounter"
+
 -- A class waiting for tokens with no word from the grantor looks again after this long (the worker's lease
 -- request normally answers first, and its deposit wakes the class).
 local LEASE_LOOK_AGAIN_US = 50000
@@ -26,6 +36,19 @@ local LEASE_LOOK_AGAIN_US = 50000
 local leasedContext
 local pools = {}
 local expiredByThrottle = {}
+local histories = {}
+local longestByThrottle = {}
+-- History counters never refuse: the grantor decides; they only remember.
+local HISTORY_MAX = 1e15
+
+local function longestOf(name)
+  local longest = longestByThrottle[name]
+  if longest == nil then
+    longest = tonumber(rcall('HGET', queueStatsBase(leasedContext.queueBase, name) .. ':stats', 'longest')) or 60000
+    longestByThrottle[name] = longest
+  end
+  return longest
+end
 
 local function poolKey(queueBase, bucketId)
   return queueBase .. ':lp:' .. bucketId
@@ -63,6 +86,13 @@ end
 local function spendRoom(pool)
   rcall('ZPOPMIN', pool.key)
   pool.count = pool.count - 1
+  local history = histories[pool.bucket.id]
+  if history == nil then
+    local longest = longestOf(pool.bucket.name)
+    history = loadCounter(leasedContext.queueBase .. ':h:' .. longest .. '/' .. pool.bucket.id, HISTORY_MAX, longest, leasedContext.now)
+    histories[pool.bucket.id] = history
+  end
+  addToken(history, 0)
 end
 
 local function noteBlocked(member, order, bucket, atUs)
@@ -70,6 +100,17 @@ local function noteBlocked(member, order, bucket, atUs)
 end
 
 local function saveRoom()
+  local index = {}
+  for bucketId, history in pairs(histories) do
+    saveCounter(history)
+    index[#index + 1] = intArg(leasedContext.nowMs + history.g.windowMs)
+    index[#index + 1] = history.g.windowMs .. '/' .. bucketId
+  end
+  if #index > 0 then
+    local indexKey = leasedContext.queueBase .. ':h-index'
+    rcall('ZADD', indexKey, 'GT', unpack(index))
+    rcall('ZREMRANGEBYSCORE', indexKey, '-inf', intArg(leasedContext.nowMs))
+  end
   for name, count in pairs(expiredByThrottle) do
     rcall('HINCRBY', queueStatsBase(leasedContext.queueBase, name) .. ':stats', 'expired', count)
   end

@@ -9,8 +9,11 @@
                    and what was spent is counted again from the queues' records (leased delivery), or the
                    deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
   holdMs covers h (the longest lease) and a margin for clock drift.
+  Besides, a throttle declared by a queue that could not tell the grantor what it delivered lately (see
+  includes/grantorRecovery) is held until the ms in <throttlePrefix>:grantor:holds (the record's field
+  perThrottle says that hash is worth reading).
   The record is the namespace's <throttlePrefix>:grantor HASH: id, since (nodeIdentity), holdFrom (ms, this
-  node's clock), hold, holdMs. The including script defines rcall.
+  node's clock), hold, holdMs, perThrottle. The including script defines rcall.
 ]]
 -- Clocks may run apart by this much over a hold: it is added to every hold.
 local HOLD_MARGIN_MS = 100
@@ -23,14 +26,26 @@ local function beginRecoveryHold(throttlePrefix, nowMs, hold, leaseMs)
   recoveryRecord = nil
 end
 
+-- Holds one throttle (its encoded name) until untilMs at least.
+local function holdThrottleUntil(throttlePrefix, encodedName, untilMs)
+  local holdsKey = throttlePrefix .. ':grantor:holds'
+  if untilMs > tonumber(rcall('HGET', holdsKey, encodedName) or 0) then rcall('HSET', holdsKey, encodedName, untilMs) end
+  rcall('HSET', throttlePrefix .. ':grantor', 'perThrottle', '1')
+  recoveryRecord = nil
+end
+
 -- When the throttle (its limits as bucketCounters' throttleLimits reads them) is no longer held, in us; 0: not held.
 local function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   if recoveryRecord == nil then
-    local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs')
-    recoveryRecord = { from = tonumber(fields[1]), hold = fields[2], holdMs = tonumber(fields[3]) or 0 }
+    local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs', 'perThrottle')
+    recoveryRecord = { from = tonumber(fields[1]), hold = fields[2], holdMs = tonumber(fields[3]) or 0, perThrottle = fields[4] == '1' }
   end
   if not recoveryRecord.from then return 0 end
   local untilMs = recoveryRecord.from + recoveryRecord.holdMs
+  if recoveryRecord.perThrottle then
+    local own = tonumber(rcall('HGET', throttlePrefix .. ':grantor:holds', encodedName) or 0)
+    if own > untilMs then untilMs = own end
+  end
   if recoveryRecord.hold == 'window' then
     local longest = 0
     for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end

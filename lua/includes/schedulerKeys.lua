@@ -5,6 +5,11 @@
   generation, <buckets> is "*" (no bucket) or "<encoded throttle>=<bucket>" joined by "|", sorted.
   A bucket id is one "<encoded throttle>=<bucket>".
 ]]
+-- A name as src/keys/keyEncoding.ts encodeSegment spells it (encodeURIComponent: UTF-8 bytes as %XX).
+local function encodeSegment(text)
+  return (string.gsub(text, "[^%w%-_%.!~%*'%(%)]", function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+
 local function classJobsKey(queueBase, member)
   return queueBase .. ':c:' .. member
 end

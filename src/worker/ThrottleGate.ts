@@ -34,6 +34,7 @@ import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
+import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 
 export interface GateOptions {
@@ -223,6 +224,7 @@ export class ThrottleGate implements Gate {
         this.delivery ??= this.chooseDelivery(client);
         this.registry ??= new DeclarationRegistry(this.namespaceRunner!, this.keys, {
           workerId: this.workerId, queue, prefix: this.options.prefix, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
+          delivery: this.delivery.mode, declarationTtlMs, leaseMs: this.leaseMs,
         }, declarationTtlMs);
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger, declarationTtlMs);
         await this.refreshConfig(true);
@@ -478,6 +480,9 @@ export class ThrottleGate implements Gate {
       grantor: () => ({ runner: this.namespaceRunner!, slotKey: this.keys.registryVersion, throttlePrefix: this.keys.throttlePrefix }),
       call: context,
       leaseMs: this.leaseMs,
+      durableRedis: this.options.durableRedis ?? false,
+      queueId: `${this.options.prefix}:${queue}`,
+      throttles: () => (this.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
       workerId: this.workerId,
       workersKey: this.queueKeys.workers,
       queueBase: this.queueKeys.base,

@@ -13,6 +13,11 @@ export interface RegistryEntry {
   readonly declarations: readonly ThrottleSpec[];
   /** Whether the worker computes attributes (an `attributes` function); absent in older entries. */
   readonly attributes?: boolean;
+  /** How the worker delivers: a grantor rebuilding after a failover holds longer when deliveries were exact. */
+  readonly delivery?: 'exact' | 'leased';
+  /** Its declarations' time to live, and its lease (h): how long a grantor's rebuild must wait for them. */
+  readonly declarationTtlMs?: number;
+  readonly leaseMs?: number;
 }
 
 /** What applies to one queue: every throttle any of its live workers declares, each merged across all queues. */

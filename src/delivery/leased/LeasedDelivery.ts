@@ -3,7 +3,7 @@ import { ScriptRunner } from '../../lua/scripts';
 import { Delivery, DeliveryCall, StopRunners } from '../Delivery';
 import { DeliveryContext } from '../ExactDelivery';
 import { TakeReply } from '../takeNextJobs';
-import { GrantorTarget, leaseTokens, LeaseRequest, returnLeasedTokens } from './grantorCalls';
+import { GrantorTarget, leaseTokens, LeaseRequest, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
 import { LeaseBook } from './leaseBook';
 import { Deposit, returnGroupAt, ReturnGroup, takeLeasedJobs } from './takeLeasedJobs';
 
@@ -18,6 +18,11 @@ export interface LeasedContext {
   call: DeliveryContext;
   /** h: a token expires this long after the reply its request followed (queue node's clock). */
   leaseMs: number;
+  durableRedis: boolean;
+  /** The queue as the registry names it (prefix:queue). */
+  queueId: string;
+  /** Encoded names of the throttles the queue declares now. */
+  throttles(): string[];
   workerId: string;
   /** The queue's workers set and our keys' base (withdrawLeases). */
   workersKey: string;
@@ -49,31 +54,39 @@ export class LeasedDelivery implements Delivery {
     this.book = new LeaseBook(context.concurrency);
   }
 
-  async take(call: DeliveryCall, deposits: readonly Deposit[] = []): Promise<TakeReply> {
+  async take(call: DeliveryCall, deposits: readonly Deposit[] = [], depositsNode = ''): Promise<TakeReply> {
     this.last = { name: call.name, gen: call.gen };
     const { reply, lease } = await takeLeasedJobs(
       this.context.queue(),
       { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
       this.leasing ? 0 : WANTS_LIMIT,
       deposits,
+      depositsNode,
     );
     this.book.expired(lease.expired);
     if (lease.returns.length > 0) this.giveBack(lease.returns);
     if (call.tokens.length > 0) this.asking = call.tokens.length - reply.jobs.length - reply.refused.size;
-    if (lease.wanted.length > 0 && this.asking > 0 && !this.leasing) this.lease(lease.wanted, reply.nowUs);
+    if (lease.wanted.length > 0 && this.asking > 0 && !this.leasing) this.lease(lease.wanted, reply.nowUs, lease.node);
     return reply;
   }
 
-  private lease(wanted: readonly { member: string; held: number }[], requestUs: number): void {
+  private lease(wanted: readonly { member: string; held: number }[], requestUs: number, node: string): void {
     const requests = this.book.plan(wanted, this.asking, Date.now());
     if (requests.length === 0) return;
-    this.leasing = this.leaseAndDeposit(requests, requestUs)
+    this.leasing = this.leaseAndDeposit(requests, requestUs, node)
       .catch((error) => this.context.report('leasing tokens', error))
       .finally(() => { this.leasing = undefined; });
   }
 
-  private async leaseAndDeposit(requests: readonly LeaseRequest[], requestUs: number): Promise<void> {
-    const answer = await leaseTokens(this.context.grantor(), this.context.leaseMs, requests);
+  private async leaseAndDeposit(requests: readonly LeaseRequest[], requestUs: number, node: string): Promise<void> {
+    const asker = { queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis };
+    let answer = await leaseTokens(this.context.grantor(), asker, requests);
+    if (answer.status === 'report') {
+      // The grantor is rebuilding its counts after a restart or failover: tell it what this queue delivered.
+      const { queue, grantor, throttles, queueBase, queueId } = this.context;
+      await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles());
+      answer = await leaseTokens(this.context.grantor(), asker, requests);
+    }
     this.book.answered(requests, answer.results, Date.now());
     const nonce = randomBytes(6).toString('base64url');
     const deposits: Deposit[] = requests.map((request, i) => ({
@@ -81,7 +94,7 @@ export class LeasedDelivery implements Delivery {
       count: answer.results[i].granted, roomInMs: answer.results[i].roomInMs,
     }));
     // Into the pools now, in a call with no slot of its own (any worker of the queue may spend them).
-    await this.take({ tokens: [], name: this.last.name, gen: this.last.gen }, deposits);
+    await this.take({ tokens: [], name: this.last.name, gen: this.last.gen }, deposits, node);
     if (deposits.some((d) => d.count > 0)) this.context.onTokens();
   }
 

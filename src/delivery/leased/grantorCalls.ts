@@ -17,19 +17,49 @@ export interface LeaseRequest {
 
 export interface LeaseAnswer {
   grantUs: number;
+  /**
+   * 'decided'; 'report': the grantor is rebuilding its counts after a restart or failover and needs this
+   * queue's recent deliveries first (reportQueueHistory); 'wait': others' are still awaited. Nothing is
+   * granted unless 'decided'.
+   */
+  status: 'decided' | 'report' | 'wait';
   /** Per request: tokens granted, and when more would fit (ms; 0: all granted; -1: a throttle is not declared). */
   results: { granted: number; roomInMs: number }[];
 }
 
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
-export async function leaseTokens(grantor: GrantorTarget, leaseMs: number, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
-  const args: (string | number)[] = [grantor.throttlePrefix, leaseMs, requests.length];
+export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
+  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
   for (const request of requests) args.push(request.count, request.bucketIds.length, ...request.bucketIds);
   const reply = (await grantor.runner.run('leaseTokens', [grantor.slotKey], args)) as number[];
+  const status = Number(reply[1]);
   return {
     grantUs: Number(reply[0]),
-    results: requests.map((_, i) => ({ granted: Number(reply[1 + 2 * i]), roomInMs: Number(reply[2 + 2 * i]) })),
+    status: status === 1 ? 'report' : status === 2 ? 'wait' : 'decided',
+    results: requests.map((_, i) => ({ granted: Number(reply[2 + 2 * i]), roomInMs: Number(reply[3 + 2 * i]) })),
   };
+}
+
+/** Who asks the grantor: the queue (prefix:queue, as registry entries name it), its lease, its Redis's durability. */
+export interface Asker {
+  readonly queueId: string;
+  readonly leaseMs: number;
+  readonly durableRedis: boolean;
+}
+
+/**
+ * Tells a grantor that is rebuilding its counts what this queue delivered lately (lua/readQueueHistory-1.lua
+ * on the queue's Redis, then lua/reportQueueHistory-1.lua on the grantor's); `throttles` are the encoded names
+ * of the throttles the queue declares. Resolves to the deliveries counted again.
+ */
+export async function reportQueueHistory(
+  queue: ScriptRunner, historyIndexKey: string, queueBase: string, grantor: GrantorTarget, queueId: string, throttles: readonly string[],
+): Promise<number> {
+  const history = (await queue.run('readQueueHistory', [historyIndexKey], [queueBase])) as unknown[];
+  const args: (string | number)[] = [grantor.throttlePrefix, queueId, Number(history[0]), throttles.length, ...throttles];
+  args.push(...(history.slice(1) as (string | number)[]));
+  const reply = (await grantor.runner.run('reportQueueHistory', [grantor.slotKey], args)) as number[];
+  return Number(reply[1]);
 }
 
 /** Gives tokens back (lua/returnLeasedTokens-1.lua); resolves to how many stopped counting. */

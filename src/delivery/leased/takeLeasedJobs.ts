@@ -27,6 +27,8 @@ export interface ReturnGroup {
 export interface LeaseReply {
   /** Tokens found expired in the call (refused deposits included). */
   expired: number;
+  /** The queue node's identity: deposits of requests that followed this reply name it. */
+  node: string;
   /** Classes waiting for tokens, first in queue order, with their held jobs. */
   wanted: { member: string; held: number }[];
   returns: ReturnGroup[];
@@ -39,17 +41,17 @@ export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
 
 /** One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. */
 export async function takeLeasedJobs(
-  runner: ScriptRunner, call: TakeCall, wantsLimit: number, deposits: readonly Deposit[],
+  runner: ScriptRunner, call: TakeCall, wantsLimit: number, deposits: readonly Deposit[], depositsNode: string,
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput(call);
-  args.push(wantsLimit, deposits.length);
+  args.push(wantsLimit, depositsNode, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs);
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
-  const wantedCount = Number(lease[1]);
+  const wantedCount = Number(lease[2]);
   const wanted: LeaseReply['wanted'] = [];
-  for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[2 + 2 * i]), held: Number(lease[3 + 2 * i]) });
-  const returnsAt = 2 + 2 * wantedCount;
+  for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[3 + 2 * i]), held: Number(lease[4 + 2 * i]) });
+  const returnsAt = 3 + 2 * wantedCount;
   const returns: ReturnGroup[] = [];
   for (let i = 0; i < Number(lease[returnsAt]); i++) returns.push(returnGroupAt(lease, returnsAt + 1 + 5 * i));
-  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), wanted, returns } };
+  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns } };
 }

@@ -1,0 +1,114 @@
+--[[
+  What the namespace's grantor does when it notices it is a new node (includes/nodeIdentity: a restart, or
+  a replica promoted): rules 3 and 4 of leases, with Redis in the grantor's role. Its counters may lack
+  deliveries counted just before, so it grants nothing until
+    - h (the longest lease any worker asked with, and a margin) has passed: every token the previous node
+      granted is spent or expired by then (rule 1), and
+    - every queue of the namespace has told it what it delivered lately (reportQueueHistory-1.lua,
+      recorded in each queue's own slot by leased delivery), and the counts are rebuilt from that, and
+    - the registry had time to be refreshed by every live worker (a registry restored from an older state
+      may lack a queue that delivered): a third of the longest declaration time to live.
+  A queue that cannot tell (no live worker reports it before the gather ends, or its own node lost its
+  record) holds the throttles it declares for their longest window instead. Where deliveries were
+  counted on this very node (exact delivery: a queue in the namespace's slot), nothing can be rebuilt:
+  the throttles hold for their longest window (includes/recoveryHold), unless the deployment's Redis keeps
+  acknowledged writes (durableRedis).
+
+  Record (<throttlePrefix>:grantor HASH, besides includes/nodeIdentity's and recoveryHold's fields):
+    epoch       the count of changes seen      hmax   the longest lease asked with (ms)
+    gathering   the epoch whose reports are awaited ('' once rebuilt)
+    gatherUntil ms after which queues that did not report hold their throttles for their longest window
+  <throttlePrefix>:grantor:reported   SET of queue ids (prefix:queue) that reported for the epoch
+  <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
+  Needs includes/nodeIdentity, includes/recoveryHold, includes/schedulerKeys (encodeSegment) and cjson.
+]]
+-- Workers refresh their declarations every third of this (ThrottledWorker's declarationTtlMs default).
+local DEFAULT_DECLARATION_TTL_MS = 15000
+-- Queues that report late have this long after the hold before they are given up on.
+local GATHER_SLACK_MS = 2000
+
+-- The live registry entries (JSON decoded), as registerDeclarations keeps them.
+local function liveRegistryEntries(registryBase, nowMs)
+  local alive = rcall('ZRANGEBYSCORE', registryBase .. ':alive', '(' .. nowMs, '+inf')
+  local entries = {}
+  for i = 1, #alive, 500 do
+    local raw = rcall('HMGET', registryBase .. ':entries', unpack(alive, i, math.min(i + 499, #alive)))
+    for _, json in ipairs(raw) do
+      if json then
+        local ok, entry = pcall(cjson.decode, json)
+        if ok and type(entry) == 'table' then entries[#entries + 1] = entry end
+      end
+    end
+  end
+  return entries
+end
+
+local function queueIdOf(entry)
+  return tostring(entry.prefix) .. ':' .. tostring(entry.queue)
+end
+
+-- Call once per script, before any counter is read. exactHere: the caller counts deliveries on this node
+-- itself (exact delivery), so what it counted may be lost with the node.
+local function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere)
+  local registryBase = throttlePrefix .. ':registry'
+  local recordKey = throttlePrefix .. ':grantor'
+  local seen = checkNodeIdentity(recordKey, nowMs)
+  local hmax = tonumber(rcall('HGET', recordKey, 'hmax') or 0)
+  if leaseMs > hmax then
+    hmax = leaseMs
+    rcall('HSET', recordKey, 'hmax', hmax)
+  end
+  if seen == 'changed' then
+    local entries = liveRegistryEntries(registryBase, nowMs)
+    local exact, ttl = exactHere, DEFAULT_DECLARATION_TTL_MS
+    for _, entry in ipairs(entries) do
+      if entry.delivery ~= 'leased' then exact = true end
+      if tonumber(entry.declarationTtlMs) and tonumber(entry.declarationTtlMs) > ttl then ttl = tonumber(entry.declarationTtlMs) end
+    end
+    local epoch = rcall('HINCRBY', recordKey, 'epoch', 1)
+    rcall('DEL', recordKey .. ':reported', recordKey .. ':holds')
+    rcall('HDEL', recordKey, 'perThrottle')
+    if durable then
+      -- Nothing was lost: only the tokens the previous node granted must be spent or expired (rule 4).
+      beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
+      rcall('HSET', recordKey, 'gathering', '')
+    elseif exact then
+      -- Deliveries counted here may be lost with the node: nothing to rebuild them from.
+      beginRecoveryHold(throttlePrefix, nowMs, 'window', hmax)
+      rcall('HSET', recordKey, 'gathering', '')
+    else
+      local holdMs = math.max(hmax, math.ceil(ttl / 3))
+      beginRecoveryHold(throttlePrefix, nowMs, 'lease', holdMs)
+      rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + holdMs + GATHER_SLACK_MS)
+    end
+  end
+end
+
+-- While a gather is on: 'report' (this queue must report first), 'wait' (others have not), or nil (done).
+local function gatherState(throttlePrefix, nowMs, queueId)
+  local registryBase = throttlePrefix .. ':registry'
+  local recordKey = throttlePrefix .. ':grantor'
+  local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch')
+  local gathering = fields[1]
+  if not gathering or gathering == '' then return nil end
+  local reportedKey = recordKey .. ':reported'
+  if rcall('SISMEMBER', reportedKey, queueId) == 0 then return 'report', tonumber(fields[3]) end
+  local missing = {}
+  for _, entry in ipairs(liveRegistryEntries(registryBase, nowMs)) do
+    local id = queueIdOf(entry)
+    if rcall('SISMEMBER', reportedKey, id) == 0 then missing[#missing + 1] = entry end
+  end
+  if #missing > 0 and nowMs < tonumber(fields[2]) then return 'wait', tonumber(fields[3]) end
+  -- Given up on: the throttles of queues that never reported hold for their longest window.
+  for _, entry in ipairs(missing) do
+    for _, declaration in ipairs(entry.declarations or {}) do
+      local longest = 0
+      for _, limit in ipairs(declaration.limits or {}) do
+        if tonumber(limit.windowMs) and tonumber(limit.windowMs) > longest then longest = tonumber(limit.windowMs) end
+      end
+      holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longest)
+    end
+  end
+  rcall('HSET', recordKey, 'gathering', '')
+  return nil
+end
