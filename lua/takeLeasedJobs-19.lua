@@ -35,6 +35,7 @@ local rcall = redis.call
 --- @include "includes/nodeIdentity"
 --- @include "includes/leasedRoom"
 
+local POOL_GRACE_MS = 10000
 local leaseArgsAt = 14 + K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
@@ -74,7 +75,8 @@ for d = 0, depositCount - 1 do
       end
       rcall('ZADD', pool, unpack(tokens))
       rcall('SADD', queueBase .. ':lease-pools', bucket.id)
-      local ttl = math.ceil((expiresUs - depositNow) / 1000)
+      -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
+      local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
       if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
       rcall('HDEL', queueBase .. ':lease-room', bucket.id)
       rcall('ZADD', wakeupsKey, intArg(depositNow), bucket.id)

@@ -6,16 +6,9 @@ import { mostInAnyWindow } from '../src/check/mostInAnyWindow';
 import { DELIVERIES, perCustomer, shared, twoLimits } from './support/hammerProcess';
 import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
 import { testRedisUrl } from './support/testRedis';
+import { sustainedRatePerMs } from './support/rates';
 
 const run = promisify(execFile);
-
-/** Sustained rate under saturation: N over the mean time between a grant and the grant N later. */
-function sustainedRatePerMs(times: number[], max: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let total = 0;
-  for (let i = 0; i + max < sorted.length; i++) total += sorted[i + max] - sorted[i];
-  return max / (total / (sorted.length - max));
-}
 
 describe('several processes hammering the same throttles', () => {
   let redis: Redis;

@@ -15,7 +15,7 @@
   it is never spent: every pool is swept of expired tokens before it is read, and the sweep is counted as
   tokens expired. The grantor counted each token against W + h when it granted it, after the request left,
   so a token spent here was spent within h of its grant: at most N in any window of W (rule 2).
-  A pool's key expires with its last token.
+  A pool's key expires a while after its last token (so that a sweep still counts those that expired).
 
   Every spend is recorded in the queue's own slot, per bucket, for its throttle's longest window, so that
   a grantor that lost its counts (a restart, a failover) can count them again (reportQueueHistory):
