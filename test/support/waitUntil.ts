@@ -1,0 +1,24 @@
+/** What a probe of {@link waitUntil} answers: done with a value, or not yet and why (reported on timeout). */
+export type Probe<T> = { done: true; value: T } | { done: false; why: string };
+
+export const done = <T>(value: T): Probe<T> => ({ done: true, value });
+export const notYet = (why: string): Probe<never> => ({ done: false, why });
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it is done; past `timeoutMs` throws with the probe's last reason, so a hang explains itself. */
+export async function waitUntil<T>(what: string, probe: () => Promise<Probe<T>>, options: { timeoutMs: number; intervalMs?: number }): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let last = 'never probed';
+  for (;;) {
+    try {
+      const answer = await probe();
+      if (answer.done) return answer.value;
+      last = answer.why;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}: ${last}`);
+    await sleep(options.intervalMs ?? 100);
+  }
+}
