@@ -129,6 +129,8 @@ export class RedisCluster {
       }
       for (const node of view) {
         if (node.role === 'master' && node.slots.length > 0 && !runningPorts.has(node.port)) return notYet(`slots are served by ${node.port}, which is not running`);
+        // Right after `--cluster create` a replica-to-be is still a master without slots for a moment.
+        if (node.role === 'master' && node.slots.length === 0 && runningPorts.has(node.port)) return notYet(`node ${node.port} is a master without slots (a replica not yet attached)`);
       }
       for (const { port } of running) {
         const replication = await infoOf(port, 'replication', 1_000);
