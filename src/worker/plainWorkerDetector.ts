@@ -32,7 +32,8 @@ export class PlainWorkerDetector {
    *
    * CLIENT LIST is node-local. In a Cluster, a bullmq Worker's blocking connection is a Cluster client whose
    * every node connection carries the worker's name (bullmq 6's createBlockingConnection duplicates the
-   * Cluster with `redisOptions.connectionName`; bullmq 5 does the same). Those node connections open lazily,
+   * Cluster with `redisOptions.connectionName`, as later bullmq 5 releases do; bullmq releases that pass the
+   * name to a Cluster's duplicate() as if it were a Redis's leave it unnamed, unseen). Node connections open lazily,
    * on the first command routed to a node: BZPOPMIN on the queue's marker opens the one to the master of the
    * queue's slot, but the client's ready check (CLUSTER INFO) and bullmq's INFO go to a random master first,
    * and a worker that has not yet found the queue drained has not blocked at all. So one worker may show on
@@ -47,10 +48,13 @@ export class PlainWorkerDetector {
     let lists: string[];
     try {
       const nodes = await mastersOf(this.client);
-      lists = await Promise.all(nodes.map(async (node) => String(await (node as unknown as { client(sub: 'LIST'): Promise<string> }).client('LIST'))));
+      // A master that does not answer (down while its replica takes over) is left out: the count errs low.
+      const answers = await Promise.allSettled(nodes.map(async (node) => String(await (node as unknown as { client(sub: 'LIST'): Promise<string> }).client('LIST'))));
+      lists = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
     } catch {
       return undefined;
     }
+    if (lists.length === 0) return undefined;
     return Math.max(0, ...lists.map((list) => this.countIn(list)));
   }
 
