@@ -2,10 +2,11 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
-import { ClusterNodeView, CLUSTER_SLOTS, parseClusterNodes, servesSlot, slotOwners } from './clusterNodes';
+import { ClusterNodeView, parseClusterNodes, servesSlot } from './clusterNodes';
+import { probeClusterStability } from './clusterStability';
 import { freeRedisPort } from './freeRedisPorts';
 import { redisBinary } from './redisBinaries';
-import { infoOf, parseInfo, redisCommand, tryRedisCommand } from './redisAdmin';
+import { infoOf, redisCommand, tryRedisCommand } from './redisAdmin';
 import { RedisProcessSpec, RedisSignal } from './redisProcess';
 import { RedisProcessGroup } from './redisProcessGroup';
 import { done, notYet, waitUntil } from './waitUntil';
@@ -89,58 +90,40 @@ export class RedisCluster {
     if (options.waitForStable ?? true) await this.waitForStable();
   }
 
-  /** `CLUSTER FAILOVER [FORCE|TAKEOVER]` sent to a replica; resolves when it is master and the cluster is stable again. */
-  async failover(replicaPort: number, mode?: FailoverMode, timeoutMs = 20_000): Promise<void> {
+  /**
+   * `CLUSTER FAILOVER [FORCE|TAKEOVER]` sent to a replica; resolves when it is master and the cluster is stable
+   * again. A plain (coordinated) failover gives up by itself when the master does not answer within 5 s, so it is
+   * asked again every 6 s until `timeoutMs`.
+   */
+  async failover(replicaPort: number, mode?: FailoverMode, timeoutMs = 30_000): Promise<void> {
     const role = (await infoOf(replicaPort, 'replication')).get('role');
     if (role !== 'slave') throw new Error(`failover(${replicaPort}) needs a replica, and that node is ${role}`);
-    await redisCommand(replicaPort, ['CLUSTER', 'FAILOVER', ...(mode ? [mode] : [])]);
-    await waitUntil(`replica ${replicaPort} to become master after CLUSTER FAILOVER${mode ? ` ${mode}` : ''}`, async () => {
-      const now = (await infoOf(replicaPort, 'replication', 1_000)).get('role');
-      // A plain CLUSTER FAILOVER needs its master to answer; it gives up by itself after 5 s.
-      return now === 'master' ? done(undefined) : notYet(`it is still ${now}`);
-    }, { timeoutMs });
+    const command = ['CLUSTER', 'FAILOVER', ...(mode ? [mode] : [])];
+    await redisCommand(replicaPort, command); // a refusal (e.g. its master is down: use FORCE) throws here
+    let askedAt = Date.now();
+    try {
+      await waitUntil(`replica ${replicaPort} to become master after ${command.join(' ')}`, async () => {
+        if (Date.now() - askedAt > 6_000) {
+          await redisCommand(replicaPort, command);
+          askedAt = Date.now();
+        }
+        const now = (await infoOf(replicaPort, 'replication', 1_000)).get('role');
+        return now === 'master' ? done(undefined) : notYet(`it is still ${now}`);
+      }, { timeoutMs });
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\nits log:\n${this.group.get(replicaPort).logTail()}`);
+    }
     await this.waitForStable(timeoutMs);
   }
 
   /**
-   * Waits until every running node (not killed, not SIGSTOPped) says `cluster_state:ok` with all 16384 slots ok,
-   * they all agree which master serves each slot, each such master is one of our running nodes and answers as
-   * master, no running node is flagged failing or disconnected by another, and every running replica's link to
-   * its master is up. Resolves with the nodes then.
+   * Waits until the running nodes (not killed, not SIGSTOPped) have settled: `cluster_state:ok`, every slot served
+   * by a running master, all of them agreeing on the whole topology, each node's own role matching it, every
+   * replica's link up (details in clusterStability.ts). Resolves with the nodes then.
    */
   async waitForStable(timeoutMs = 30_000): Promise<RedisClusterNode[]> {
-    return waitUntil('a stable cluster', async () => {
-      const running = this.group.all().filter((process) => process.state === 'running');
-      const runningPorts = new Set(running.map((process) => process.port));
-      let agreed: string | undefined;
-      let view: ClusterNodeView[] = [];
-      for (const { port } of running) {
-        const info = parseInfo(String(await redisCommand(port, ['CLUSTER', 'INFO'], 1_000)));
-        if (info.get('cluster_state') !== 'ok') return notYet(`node ${port} says cluster_state:${info.get('cluster_state')}`);
-        if (info.get('cluster_slots_ok') !== String(CLUSTER_SLOTS)) return notYet(`node ${port} says cluster_slots_ok:${info.get('cluster_slots_ok')}`);
-        view = parseClusterNodes(String(await redisCommand(port, ['CLUSTER', 'NODES'], 1_000)));
-        const owners = slotOwners(view).join(',');
-        if (agreed !== undefined && owners !== agreed) return notYet(`node ${port} sees other slot owners than node ${running[0].port}`);
-        agreed = owners;
-        const unhealthy = view.find((node) => runningPorts.has(node.port) && (node.failing || node.linkState !== 'connected' || node.flags.includes('handshake')));
-        if (unhealthy) return notYet(`node ${port} sees node ${unhealthy.port} as ${unhealthy.flags.join(',')} ${unhealthy.linkState}`);
-        const unknown = [...runningPorts].find((other) => !view.some((node) => node.port === other));
-        if (unknown !== undefined) return notYet(`node ${port} does not know node ${unknown} yet`);
-      }
-      for (const node of view) {
-        if (node.role === 'master' && node.slots.length > 0 && !runningPorts.has(node.port)) return notYet(`slots are served by ${node.port}, which is not running`);
-        // Right after `--cluster create` a replica-to-be is still a master without slots for a moment.
-        if (node.role === 'master' && node.slots.length === 0 && runningPorts.has(node.port)) return notYet(`node ${node.port} is a master without slots (a replica not yet attached)`);
-      }
-      for (const { port } of running) {
-        const replication = await infoOf(port, 'replication', 1_000);
-        const inView = view.find((node) => node.port === port);
-        const role = replication.get('role') === 'master' ? 'master' : 'replica';
-        if (inView?.role !== role) return notYet(`node ${port} answers role ${role} but the cluster has it as ${inView?.role}`);
-        if (role === 'replica' && replication.get('master_link_status') !== 'up') return notYet(`replica ${port} has master_link_status:${replication.get('master_link_status')}`);
-      }
-      return done(this.withPids(view));
-    }, { timeoutMs, intervalMs: 200 });
+    const view = await waitUntil('a stable cluster', () => probeClusterStability(this.runningPorts()), { timeoutMs, intervalMs: 200 });
+    return this.withPids(view);
   }
 
   /** Any command to one node (`CONFIG SET`, `DEBUG`, `INFO`), on a connection of its own. */
@@ -151,6 +134,10 @@ export class RedisCluster {
   /** Kills every node it started and removes their directories; idempotent (also done on process exit). */
   stop(): Promise<void> {
     return this.group.stop();
+  }
+
+  private runningPorts(): number[] {
+    return this.group.all().filter((process) => process.state === 'running').map((process) => process.port);
   }
 
   private withPids(view: ClusterNodeView[]): RedisClusterNode[] {

@@ -4,7 +4,7 @@ import { freeRedisPort } from './freeRedisPorts';
 import { fieldsOf, infoOf, redisCommand, tryRedisCommand } from './redisAdmin';
 import { RedisSignal } from './redisProcess';
 import { RedisProcessGroup } from './redisProcessGroup';
-import { done, notYet, waitUntil } from './waitUntil';
+import { done, giveUp, notYet, waitUntil } from './waitUntil';
 
 export interface RedisSentinelOptions {
   /** Replicas of the first master (default 2) and sentinels watching it (default 3, quorum 2). */
@@ -51,7 +51,17 @@ export class RedisSentinel {
   async failover(timeoutMs = 30_000): Promise<number> {
     const before = await this.masterPort();
     const [asked] = this.runningSentinels();
-    await redisCommand(asked, ['SENTINEL', 'FAILOVER', NAME]);
+    // Right after a failover the sentinel has no replica it trusts yet (NOGOODSLAVE: it reads each one's INFO
+    // every 10 s) or is still finishing (INPROG): ask again until it accepts.
+    await waitUntil(`sentinel ${asked} to accept SENTINEL FAILOVER`, async () => {
+      try {
+        await redisCommand(asked, ['SENTINEL', 'FAILOVER', NAME], 1_000);
+        return done(undefined);
+      } catch (error) {
+        if (/NOGOODSLAVE|INPROG/.test((error as Error).message)) return notYet((error as Error).message);
+        return giveUp(error as Error);
+      }
+    }, { timeoutMs, intervalMs: 500 });
     return waitUntil(`the sentinels to report a master other than ${before}, answering as master`, async () => {
       let master: number | undefined;
       for (const sentinel of this.runningSentinels()) {
