@@ -17,6 +17,7 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/windowCounter"
+--- @include "includes/returnedSet"
 
 local now = nowUs()
 local counters = {}
@@ -44,21 +45,13 @@ for g = 1, groups do
     rcall('ZREMRANGEBYSCORE', setKey, '-inf', nowMs)
     swept[setKey] = true
   end
-  local matters = 0
-  for j = 1, c do
-    local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j]))
-    local k = slotOf(counter, grantUs, leaseMs)
-    local releasedMs = math.ceil(k * counter.g.slot / 1000)
-    if releasedMs > matters then matters = releasedMs end
-  end
+  local group = {}
+  for j = 1, c do group[j] = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j])) end
   local returned = 0
-  if matters > nowMs and rcall('ZADD', setKey, 'NX', matters, nonce) == 1 then
-    for j = 1, c do
-      local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j]))
+  if markReturned(setKey, nonce, releasedMsOf(group, grantUs, leaseMs), nowMs) then
+    for _, counter in ipairs(group) do
       if removeToken(counter, grantUs, leaseMs, now) then returned = 1 end
     end
-    local expiresAt = tonumber(rcall('ZRANGE', setKey, -1, -1, 'WITHSCORES')[2])
-    rcall('PEXPIREAT', setKey, expiresAt)
   end
   reply[g + 1] = returned
   at = at + 5 + 2 * c

@@ -8,18 +8,12 @@
   Needs includes/schedulerKeys, includes/windowCounter and includes/bucketCounters.
 ]]
 --- @include "throttleStatsNotes"
+--- @include "throttleIndexes"
 
 local function noteFull(throttlePrefix, bucket, roomAtMs)
   rcall('ZADD', throttleBase(throttlePrefix, bucket.name) .. ':full', intArg(roomAtMs), bucket.bucket)
 end
 
--- Once a slot (W/60): buckets whose window has emptied, or whose room has come back, leave the indexes.
-local function pruneThrottleIndexes(base, nowMs, longest)
-  for _, index in ipairs({ ':active', ':full' }) do
-    rcall('ZREMRANGEBYSCORE', base .. index, '-inf', intArg(nowMs))
-    rcall('PEXPIRE', base .. index, intArg(2 * longest + 60000))
-  end
-end
 
 local function saveThrottleStats(queueBase, throttlePrefix, nowMs)
   flushActiveIndexes()

@@ -5,7 +5,8 @@
   where the throttle is declared:
     :waiting  ZSET bucket -> this queue's jobs held because that bucket is full
     :stats    HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting),
-              longest (the throttle's longest window in ms, written by publishQueueConfig)
+              longest (the throttle's longest window in ms, written by publishQueueConfig), expired
+              (leased tokens found expired unused: includes/leasedRoom)
     :recent   HASH slot of longest/60 -> deliveries in it
   Scripts that move held jobs without delivering any (classifyJobs, reclaimStaleJobs) need only noteWaiting.
 ]]

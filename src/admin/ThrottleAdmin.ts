@@ -247,6 +247,7 @@ export class ThrottleAdmin {
       lastWindow,
       deliveredTotal: totals.delivered,
       limitedTotal: totals.limited,
+      tokensExpired: totals.expired,
       at: now,
     };
   }

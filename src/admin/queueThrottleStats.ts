@@ -8,6 +8,8 @@ export interface QueueThrottleTotals {
   waiting: number;
   delivered: number;
   limited: number;
+  /** Leased tokens found expired unused. */
+  expired: number;
   /** Bucket segment -> jobs waiting on it, over the queues' top buckets. */
   waitingByBucket: Map<string, number>;
   /**
@@ -24,17 +26,18 @@ export interface QueueThrottleTotals {
  * the sum of each queue's `top` busiest: exact when one queue holds a bucket's jobs, as it usually does.
  */
 export async function readQueueThrottleTotals(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], top: number, runner?: ScriptRunner): Promise<QueueThrottleTotals> {
-  const totals: QueueThrottleTotals = { waiting: 0, delivered: 0, limited: 0, waitingByBucket: new Map(), recent: [] };
+  const totals: QueueThrottleTotals = { waiting: 0, delivered: 0, limited: 0, expired: 0, waitingByBucket: new Map(), recent: [] };
   await Promise.all(queues.map(async (keys) => {
     const [nowMs, fields, topRaw, recent] = await Promise.all([
       redisTimeMs(client, keys.recent, runner),
-      client.hmget(keys.stats, 'waiting', 'delivered', 'limited'),
+      client.hmget(keys.stats, 'waiting', 'delivered', 'limited', 'expired'),
       top > 0 ? client.zrevrangebyscore(keys.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
       client.hgetall(keys.recent),
     ]);
     totals.waiting += Math.max(0, Number(fields[0] ?? 0));
     totals.delivered += Number(fields[1] ?? 0);
     totals.limited += Number(fields[2] ?? 0);
+    totals.expired += Number(fields[3] ?? 0);
     for (let i = 0; i < topRaw.length; i += 2) {
       totals.waitingByBucket.set(topRaw[i], (totals.waitingByBucket.get(topRaw[i]) ?? 0) + Number(topRaw[i + 1]));
     }

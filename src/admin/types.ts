@@ -59,6 +59,8 @@ export interface ThrottleStats extends ThrottleSummary {
   /** Since the throttle's keys were created. */
   deliveredTotal: number;
   limitedTotal: number;
+  /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
+  tokensExpired: number;
   at: number;
 }
 

@@ -39,6 +39,13 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.deliveredTotal })),
   },
   {
+    name: 'throttle_tokens_expired_total',
+    help: 'Leased tokens that expired unused (leased delivery only); steady growth means grants outrun deliveries.',
+    type: 'counter',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.tokensExpired })),
+  },
+  {
     name: 'throttle_active_buckets',
     help: 'Buckets of the throttle with deliveries still inside its longest window.',
     type: 'gauge',

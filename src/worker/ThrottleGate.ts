@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
-import { RedisClient } from '../redis/connection';
+import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { declarationData, DeclarationRegistry } from './declarationRegistry';
 import { AttributesFunction, JobClassifier } from './jobClassifier';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
@@ -15,7 +15,13 @@ import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
 import { ParkedRequests } from './parkedRequests';
-import { nextLookLocalMs, takeNextJobs, TakeReply } from './takeNextJobs';
+import { nextLookLocalMs, TakeReply } from '../delivery/takeNextJobs';
+import { Delivery } from '../delivery/Delivery';
+import { ExactDelivery } from '../delivery/ExactDelivery';
+import { LeasedDelivery } from '../delivery/leased/LeasedDelivery';
+import { deliveryMode } from '../delivery/deliveryMode';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { DEFAULT_LEASE_MS } from '../options/defaults';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobPlacer } from './heldJobPlacer';
 import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
@@ -38,7 +44,10 @@ export interface GateOptions {
   attributes?: AttributesFunction;
   logger: Logger;
   declarationTtlMs: number;
-  leaseMs: number;
+  /** h; undefined: 0 in exact delivery, DEFAULT_LEASE_MS in leased delivery. */
+  leaseMs?: number;
+  /** Throttles counted on another Redis (leased delivery); by default on the worker's own connection. */
+  grantor?: { connection: ConnectionInput };
   /** The worker's concurrency as it is now. */
   concurrency: () => number;
   /** False while requests must not wait for room (the worker is paused). */
@@ -64,6 +73,11 @@ export class ThrottleGate implements Gate {
   private rejectReady!: (error: Error) => void;
   private backend?: GatedQueue;
   private runner?: ScriptRunner;
+  /** Runs in the throttle namespace's slot: the worker's own connection, or the grantor option's. */
+  private namespaceRunner?: ScriptRunner;
+  private grantorConnection?: OwnedClient;
+  private delivery?: Delivery;
+  private leaseMs = 0;
   private completer?: JobCompleter;
   private registry?: DeclarationRegistry;
   private config?: QueueConfig;
@@ -199,13 +213,14 @@ export class ThrottleGate implements Gate {
       try {
         const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
-        this.registry ??= new DeclarationRegistry(this.runner, this.keys, {
+        this.delivery ??= this.chooseDelivery(client);
+        this.registry ??= new DeclarationRegistry(this.namespaceRunner!, this.keys, {
           workerId: this.workerId, queue, prefix: this.options.prefix, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
         }, declarationTtlMs);
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger, declarationTtlMs);
         await this.refreshConfig(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
-        await this.namespaceCheck.check(this.runner);
+        await this.namespaceCheck.check(this.namespaceRunner!);
         logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
         watchConnection(client, logger, queue);
         this.failures.recovered('registering throttle declarations');
@@ -240,7 +255,7 @@ export class ThrottleGate implements Gate {
       if (!this.closed) await this.heldRelease.release(this.runner!, this.registry!.takeLapsedQueues());
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.liveEntries);
-      await this.namespaceCheck.check(this.runner!);
+      await this.namespaceCheck.check(this.namespaceRunner!);
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -287,8 +302,7 @@ export class ThrottleGate implements Gate {
   }
 
   private publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? [], leaving = false): Promise<PublishOutcome> {
-    const runner = this.runner!;
-    return publishQueueConfig({ queue: runner, throttles: runner, keys: this.keys, queueKeys: this.queueKeys, markerKey: this.backend!.keys.marker }, {
+    return publishQueueConfig({ queue: this.runner!, throttles: this.namespaceRunner!, keys: this.keys, queueKeys: this.queueKeys, markerKey: this.backend!.keys.marker }, {
       config, version, force, throttles, stateTtlMs: this.options.declarationTtlMs * 3,
       worker: { id: this.workerId, ttlMs: leaving ? 0 : this.options.declarationTtlMs },
     });
@@ -425,11 +439,57 @@ export class ThrottleGate implements Gate {
   }
 
   private takeNext(tokens: string[], name: string): Promise<TakeReply> {
-    return takeNextJobs(this.runner!, {
+    return this.delivery!.take({ tokens, name, gen: this.config?.gen ?? '' });
+  }
+
+  /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/deliveryMode.ts). */
+  private chooseDelivery(client: RedisClient): Delivery {
+    const { grantor, logger, queue } = this.options;
+    if (grantor) {
+      this.grantorConnection = openClient(grantor.connection, { maxRetriesPerRequest: null });
+      this.namespaceRunner = new ScriptRunner(this.grantorConnection.client, this.options.scripts);
+    } else {
+      this.namespaceRunner = this.runner;
+    }
+    const mode = deliveryMode(client, Boolean(grantor), this.keys, this.queueKeys);
+    this.leaseMs = this.options.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : 0);
+    if (mode === 'leased' && this.leaseMs <= 0) {
+      throw new InvalidOptionError(
+        `ThrottledWorker('${queue}'): leaseMs ${this.leaseMs} cannot lease tokens, and this queue's throttles are counted in another `
+        + `${grantor ? 'Redis (the grantor option)' : 'Redis Cluster slot'}: leave leaseMs out (${DEFAULT_LEASE_MS} ms) or give it more than 0.`,
+      );
+    }
+    logger.info({ queue, delivery: mode, leaseMs: this.leaseMs }, `${mode} delivery`);
+    const context = () => ({
       bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
-      lockDuration: this.lockDuration, leaseMs: this.options.leaseMs, workerName: name, gen: this.config?.gen ?? '', tokens,
-      limiter: this.limiter,
+      lockDuration: this.lockDuration, leaseMs: this.leaseMs, limiter: this.limiter,
     });
+    if (mode === 'exact') return new ExactDelivery(() => this.runner!, context);
+    return new LeasedDelivery({
+      queue: () => this.runner!,
+      grantor: () => ({ runner: this.namespaceRunner!, slotKey: this.keys.registryVersion, throttlePrefix: this.keys.throttlePrefix }),
+      call: context,
+      leaseMs: this.leaseMs,
+      workerId: this.workerId,
+      workersKey: this.queueKeys.workers,
+      queueBase: this.queueKeys.base,
+      concurrency: this.options.concurrency,
+      onTokens: () => this.tokensArrived(),
+      report: (what, error) => this.failures.report(what, error),
+    });
+  }
+
+  /** Leased tokens went into the queue's pools: slots waiting here look again, and bullmq's blocked main loop wakes. */
+  private tokensArrived(): void {
+    if (this.closed) return;
+    if (this.parked.size > 0) this.parked.wake();
+    void this.wakeBullmq().catch(() => undefined);
+  }
+
+  private async wakeBullmq(): Promise<void> {
+    if (this.closed || !this.backend) return;
+    const client = (await this.backend.client) as unknown as RedisClient;
+    await client.zadd(this.backend.keys.marker, 0, '0');
   }
 
   /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
@@ -443,11 +503,7 @@ export class ThrottleGate implements Gate {
     return local;
   }
 
-  private readonly wakeTimer = new MarkerWakeTimer(async () => {
-    if (this.closed || !this.backend) return;
-    const client = (await this.backend.client) as unknown as RedisClient;
-    await client.zadd(this.backend.keys.marker, 0, '0');
-  });
+  private readonly wakeTimer = new MarkerWakeTimer(() => this.wakeBullmq());
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
   classifyBatch(): Promise<number> {
@@ -489,7 +545,8 @@ export class ThrottleGate implements Gate {
   private async withdraw(spare: RedisClient): Promise<void> {
     try {
       this.runner = new ScriptRunner(spare, this.options.scripts);
-      const registry = new DeclarationRegistry(this.runner, this.keys, this.registry!.entry, this.options.declarationTtlMs);
+      if (!this.grantorConnection) this.namespaceRunner = this.runner;
+      const registry = new DeclarationRegistry(this.namespaceRunner!, this.keys, this.registry!.entry, this.options.declarationTtlMs);
       const { entries: remaining, version } = await registry.withdraw();
       const config = entriesOfQueue(remaining, this.options.queue, this.options.prefix).length > 0 ? queueConfigFrom(remaining, this.options.queue, this.options.prefix) : undefined;
       // Throttles this worker shared with other queues: their limits now come from the declarations left.
@@ -499,12 +556,14 @@ export class ThrottleGate implements Gate {
         .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
         .map((name) => effectiveThrottle(remaining, name));
       await this.publish(config, version, false, [...(config?.throttles ?? []), ...others], true);
+      await this.delivery?.stop({ queue: this.runner, grantor: this.namespaceRunner! });
       // The last worker declaring throttles on the queue: its held jobs go back to bullmq's lists before close() resolves.
       await this.heldRelease.release(this.runner, [...(config ? [] : [this.options.queue]), ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
     } finally {
       await spare.quit().catch(() => spare.disconnect());
+      if (this.grantorConnection) await closeClient(this.grantorConnection);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
@@ -9,6 +10,7 @@ import { selectAdapter } from '../bullmq/selectAdapter';
 import { AttributesFunction } from './jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
+import type { ConnectionInput } from '../redis/connection';
 
 export interface ThrottledWorkerOptions extends WorkerOptions {
   /** The throttles this worker's processor is held to; they apply to every job of the queue, whoever takes it. */
@@ -19,8 +21,20 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
   logger?: Logger;
   /** How long a crashed worker's declarations outlive it (ms; default 15 000). Refreshed every third of it. */
   declarationTtlMs?: number;
-  /** h: tokens count against windows of W + h (default 0: exact). */
+  /**
+   * h. In exact delivery (the queue's keys and its throttles' in one slot or server), tokens count against
+   * windows of W + h. In leased delivery (throttles counted in another slot, or on the `grantor`'s Redis), a
+   * leased token may be spent up to h after the request that asked for it (measured on the queue's Redis
+   * clock) and counts against W + h: the sustained ceiling is N / (W + h).
+   * @default 0 in exact delivery, 100 in leased delivery
+   */
   leaseMs?: number;
+  /**
+   * Keep the throttles on another Redis (server, Sentinel set or Cluster): queues on separate Redis servers
+   * that give the same grantor share their throttles. Deliveries are then leased (see leaseMs).
+   * @default the worker's own connection
+   */
+  grantor?: { connection: ConnectionInput };
   /**
    * The throttle namespace: throttles of one name are one throttle within it, whatever queue or bullmq
    * prefix declares them. Give queues of different prefixes the same throttlePrefix to share their throttles.
@@ -61,6 +75,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // The installed bullmq's line (UnsupportedBullmqError, naming the supported range, outside them).
     const adapter = selectAdapter();
     const throttles = checkedThrottles(name, opts?.throttles);
+    if (opts.leaseMs !== undefined && (!Number.isSafeInteger(opts.leaseMs) || opts.leaseMs < 0)) {
+      throw new InvalidOptionError(`ThrottledWorker('${name}'): leaseMs ${String(opts.leaseMs)} must be a whole number of milliseconds, 0 or more (or left out).`);
+    }
     let worker: ThrottledWorker<DataType, ResultType, NameType> | undefined;
     const gate = new ThrottleGate({
       queue: name,
@@ -70,13 +87,14 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       attributes: opts.attributes,
       logger: opts.logger ?? pino({ level: 'silent' }),
       declarationTtlMs: opts.declarationTtlMs ?? 15_000,
-      leaseMs: opts.leaseMs ?? 0,
+      leaseMs: opts.leaseMs,
+      grantor: opts.grantor,
       concurrency: () => worker?.concurrency ?? opts.concurrency ?? 1,
       mayWait: () => !worker?.isPaused(),
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
       onError: (error) => worker?.emit('error', error),
     });
-    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, ...workerOptions } = opts;
+    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, ...workerOptions } = opts;
     super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     this.gate = gate;

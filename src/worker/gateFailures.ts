@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { RedisSetupError } from '../errors/RedisSetupError';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { ThrottleConflictError } from '../errors/ThrottleConflictError';
 import { RedisClient } from '../redis/connection';
 import { describeRedisError } from '../redis/describeRedisError';
@@ -67,8 +68,8 @@ export class GateFailures {
    * it (already logged and emitted once); otherwise reports it and resolves to undefined (try again).
    */
   async atStart(error: unknown): Promise<Error | undefined> {
-    if (error instanceof ThrottleConflictError) {
-      this.options.logger.error({ queue: this.options.queue, err: error }, 'throttle conflict: the worker does not start');
+    if (error instanceof ThrottleConflictError || error instanceof InvalidOptionError) {
+      this.options.logger.error({ queue: this.options.queue, err: error }, `the worker does not start: ${error.message}`);
       this.emit(error, true);
       return error;
     }

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { ScriptRunner } from '../../src/lua/scripts';
-import { takeNextJobs } from '../../src/worker/takeNextJobs';
+import { takeNextJobs } from '../../src/delivery/takeNextJobs';
 import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { newRedis } from '../support/redis';
 import { WorkerTestBed } from '../support/bullmq';

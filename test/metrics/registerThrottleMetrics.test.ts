@@ -11,6 +11,7 @@ import { MetricsScenario, seriesLines, seriesValue, startScenario } from './scen
 const THROTTLE_METRICS = [
   'throttle_limited_total',
   'throttle_delivered_total',
+  'throttle_tokens_expired_total',
   'throttle_active_buckets',
   'throttle_buckets_at_limit',
   'throttle_waiting',

@@ -4,7 +4,7 @@ import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 /** Refusals one delivery call may spend before handing the rest to the next call. */
 const REFUSALS_PER_CALL = 32;
 
-/** What the delivery script (lua/takeNextJobs-19.lua) answers. */
+/** What the delivery scripts (lua/takeNextJobs-19.lua, lua/takeLeasedJobs-19.lua) answer. */
 export interface TakeReply {
   nowUs: number;
   nowMs: number;
@@ -42,19 +42,26 @@ export interface TakeCall {
   tokens: readonly string[];
 }
 
-/** One delivery call: the next jobs that fit, each locked with its slot's token, moved to active. */
-export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promise<TakeReply> {
+/** The KEYS and ARGV both delivery scripts take (lua/includes/takeJobsInput.lua), up to the lock tokens. */
+export function takeJobsInput(call: TakeCall): { keys: string[]; args: (string | number)[] } {
   const keys = call.bullmqKeys;
   const q = call.queueKeys;
-  const raw = (await runner.run('takeNextJobs', [
-    keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-    q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
-    keys.limiter, q.refusedTokens,
-  ], [
-    keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
-    // This process's clock, for delayed jobs only (bullmq promotes them on its caller's clock).
-    call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', Date.now(), call.tokens.length, ...call.tokens,
-  ])) as unknown[];
+  return {
+    keys: [
+      keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
+      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
+      keys.limiter, q.refusedTokens,
+    ],
+    args: [
+      keys[''], call.lockDuration, call.workerName, q.base, call.throttlePrefix, REFUSALS_PER_CALL, call.leaseMs,
+      // This process's clock, for delayed jobs only (bullmq promotes them on its caller's clock).
+      call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', Date.now(), call.tokens.length, ...call.tokens,
+    ],
+  };
+}
+
+/** Reads the delivery scripts' reply (the header of lua/takeNextJobs-19.lua). */
+export function parseTakeReply(raw: unknown[]): TakeReply {
   const count = Number(raw[8]);
   const refusedCount = Number(raw[10]);
   const refused = new Set<number>();
@@ -76,6 +83,12 @@ export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promis
     refused,
     jobs,
   };
+}
+
+/** One exact delivery call: the next jobs that fit, each locked with its slot's token, moved to active. */
+export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promise<TakeReply> {
+  const { keys, args } = takeJobsInput(call);
+  return parseTakeReply((await runner.run('takeNextJobs', keys, args)) as unknown[]);
 }
 
 /**

@@ -1,0 +1,390 @@
+--[[
+  The body of the delivery scripts (takeNextJobs, takeLeasedJobs): what the header of takeNextJobs-19.lua
+  describes, with the room of each bucket asked of a room source the including script chose first:
+    includes/exactRoom    the buckets' window counters, counted in this script (exact delivery)
+    includes/leasedRoom   tokens leased from the throttle namespace's grantor, spent here (leased delivery)
+  A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
+  stale), roomLeft(source), roomReturnsAtUs(source) (0: room now), spendRoom(source), noteBlocked(member,
+  order, bucket, atUs) and saveRoom().
+  Needs, defined by the including script: rcall; the locals of KEYS and ARGV that takeNextJobs-19.lua
+  names (waitKey ... refusedKey, jobPrefix ... K); includes nowUs, intArg, schedulerKeys,
+  throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
+  promoteDelayedJobs, getRateLimitTTL and prepareJobForProcessing. Leaves the reply in `reply`.
+]]
+
+-- Slots whose completion was refused are left out; the others are served in order.
+local tokens, refused = {}, {}
+if rcall('EXISTS', refusedKey) == 1 then
+  for i = 1, K do
+    local token = ARGV[12 + i]
+    if rcall('SREM', refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
+  end
+else
+  for i = 1, K do tokens[i] = ARGV[12 + i] end
+end
+local wanted = #tokens
+
+local now = nowUs()
+local nowMs = math.floor(now / 1000)
+local nowMsArg = intArg(nowMs)
+initRoom({ throttlePrefix = throttlePrefix, queueBase = queueBase, now = now, nowMs = nowMs, leaseMs = leaseMs })
+
+-- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
+local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)
+promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, callerMs, pcKey, isPausedOrMaxed)
+-- As bullmq's moveToActive reads them: the queue's global max before the worker's, the worker's
+-- duration before the queue's.
+local limiterMax = tonumber(rateLimitMax) or workerLimiterMax
+local limiterMs = workerLimiterMs or tonumber(rateLimitDuration)
+local rateLimitMs = getRateLimitTTL(limiterMax, limiterKey)
+
+-- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
+local WAKE_BATCH_MAX = 64
+local nowArg = intArg(now)
+local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
+for _, bucketId in ipairs(due) do
+  local source = roomSource(parseBucketId(bucketId))
+  local room = WAKE_BATCH_MAX
+  if source then room = math.min(roomLeft(source), WAKE_BATCH_MAX) end
+  local waiting = waitersKey(queueBase, bucketId)
+  if room > 0 then
+    local woken = rcall('ZPOPMIN', waiting, room)
+    local released = 0
+    for i = 1, #woken, 2 do
+      rcall('ZADD', readyClassesKey, woken[i + 1], woken[i])
+      rcall('HDEL', classStateKey, woken[i])
+      rcall('ZREM', blockedSinceKey, woken[i])
+      released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
+    end
+    noteWaiting(queueBase, parseBucketId(bucketId), -released)
+    if released > 0 then rcall('HINCRBY', stateKey, 'blocked', -released) end
+  end
+  if rcall('EXISTS', waiting) == 0 then
+    rcall('ZREM', wakeupsKey, bucketId)
+  elseif room > 0 or source == nil then
+    -- More waiters than room: look again on the next call (a refusal reschedules it exactly).
+    rcall('ZADD', wakeupsKey, nowArg, bucketId)
+  else
+    rcall('ZADD', wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
+  end
+end
+
+local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
+local gen = stateFields[1] or ''
+local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
+local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
+-- The reply is built as jobs go: its head is filled in at the end, refused slots and then jobs follow it.
+local REPLY_HEAD = 11 + #refused
+local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, #refused }
+for i = 1, #refused do reply[11 + i] = refused[i] end
+-- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
+-- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
+local delivered, dropped, heldLeft, freshHeld = 0, 0, 0, 0
+local waitingOn = {}
+local someWaiting
+
+-- true and the buckets when every one has room, or nil and the bucket to wait on (with when it has
+-- room; the one whose room comes last), or 'stale'.
+local function checkBuckets(buckets)
+  local fullBucket, fullAtUs = nil, 0
+  for i = 1, #buckets do
+    local source = roomSource(buckets[i])
+    if source == nil then return 'stale' end
+    local roomAt = roomReturnsAtUs(source)
+    if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
+  end
+  if fullBucket then return nil, fullBucket, fullAtUs end
+  return true, buckets
+end
+
+local function checkClass(member)
+  local memberGen, buckets = parseClass(member)
+  if memberGen ~= gen then return 'stale' end
+  return checkBuckets(buckets)
+end
+
+local lockOpts = { lockDuration = lockDuration, name = workerName }
+
+-- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
+-- inActive: it is at the head of active already.
+local function deliver(jobId, buckets, held, inActive)
+  if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
+    -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
+    if rcall('SREM', removedHeldKey, jobId) == 0 then heldLeft = heldLeft + 1 end
+    dropped = dropped + 1
+    return
+  end
+  if held then heldLeft = heldLeft + 1 end
+  for i = 1, #buckets do
+    -- Loaded by checkBuckets: this finds it in the room source's cache.
+    spendRoom(roomSource(buckets[i]))
+    noteDelivered(buckets[i])
+  end
+  if not inActive then rcall('LPUSH', activeKey, jobId) end
+  lockOpts.token = tokens[delivered + 1]
+  local prepared = prepareJobForProcessing(jobPrefix, limiterKey, eventsKey, jobId, nowMsArg, limiterMax, limiterMs, markerKey, lockOpts)
+  reply[REPLY_HEAD + 2 * delivered + 1] = jobId
+  reply[REPLY_HEAD + 2 * delivered + 2] = prepared[1]
+  delivered = delivered + 1
+  -- bullmq's limiter took this delivery: once full, nothing more goes.
+  if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, limiterKey) end
+end
+
+local function wait(member, order, bucket, atUs)
+  rcall('HSET', classStateKey, member, bucket.id)
+  rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
+  -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us.
+  rcall('ZADD', wakeupsKey, intArg(atUs), bucket.id)
+  rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
+  noteBlocked(member, order, bucket, atUs)
+  local held = rcall('ZCARD', classJobsKey(queueBase, member))
+  noteWaiting(queueBase, bucket, held)
+  rcall('HINCRBY', stateKey, 'blocked', held)
+  waitingOn[member] = bucket.id
+  someWaiting = true
+end
+
+-- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
+-- removes it from ready-jobs.
+local function file(member, jobId, order)
+  rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
+  rcall('SADD', classesKey, member)
+  local bucketId = waitingOn[member]
+  if bucketId then
+    -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
+    rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
+    noteWaiting(queueBase, parseBucketId(bucketId), 1)
+    rcall('HINCRBY', stateKey, 'blocked', 1)
+  end
+end
+
+-- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
+-- only one taking from the front while it runs.
+local READ_CHUNK = 64
+-- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
+local FRESH_BUDGET = 256
+local readyChunk, readyAt, readyTaken, readyEnded = {}, 1, 0, false
+local function jobHeadOf()
+  if readyAt > #readyChunk and not readyEnded then
+    readyChunk = rcall('ZRANGE', readyJobsKey, readyTaken, readyTaken + READ_CHUNK - 1, 'WITHSCORES')
+    readyAt = 1
+    -- Nothing adds to ready-jobs while this runs: a short chunk is the last.
+    readyEnded = #readyChunk < 2 * READ_CHUNK
+  end
+  if readyAt > #readyChunk then return nil end
+  return readyChunk[readyAt], tonumber(readyChunk[readyAt + 1])
+end
+-- Classes wait on buckets rarely: with none waiting, no job's class needs looking up (someWaiting turns
+-- true once one waits in this run).
+local anyWaiting = rcall('HLEN', classStateKey) > 0
+someWaiting = anyWaiting
+
+local function waitingOnOf(member)
+  local blockedOn = waitingOn[member]
+  if blockedOn ~= nil then return blockedOn end
+  if not anyWaiting then return false end
+  blockedOn = rcall('HGET', classStateKey, member) or false
+  waitingOn[member] = blockedOn
+  return blockedOn
+end
+
+-- The first job of wait (then prioritized) that no worker has classified, classified here; nil when
+-- there is none, or it needs the worker's classifier (deferred), or this queue's throttles do.
+local fresh, freshEnded, deferred = nil, classSpec == nil, false
+local freshBudget = FRESH_BUDGET
+-- comesFirst: nothing held is ahead of it, so it is taken straight into active (one command, as bullmq's
+-- moveToActive does) and put back should it not go.
+local function freshHead(comesFirst)
+  if fresh or freshEnded then return fresh end
+  if freshBudget <= 0 then
+    freshEnded = true
+    return nil
+  end
+  local jobId, from
+  if comesFirst then
+    jobId, from = rcall('RPOPLPUSH', waitKey, activeKey), 'active'
+  else
+    jobId, from = rcall('LINDEX', waitKey, -1), 'wait'
+  end
+  if not jobId then jobId, from = rcall('ZRANGE', prioritizedKey, 0, 0)[1], 'prioritized' end
+  if not jobId then
+    freshEnded = true
+    return nil
+  end
+  -- A job without a hash (removed) is the worker's classifier's to let go. (Every job hash has data.)
+  local name, dataText, found
+  if classSpec.needsName then
+    local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
+    name, dataText = fields[1], fields[2]
+    found = name and dataText
+  else
+    dataText = rcall('HGET', jobPrefix .. jobId, 'data')
+    found = dataText
+  end
+  local buckets
+  if found then buckets = classifyInLua(classSpec, name, dataText) end
+  if buckets == nil then
+    if from == 'active' then
+      rcall('LREM', activeKey, 1, jobId)
+      rcall('RPUSH', waitKey, jobId)
+    end
+    freshEnded, deferred = true, true
+    return nil
+  end
+  fresh = { id = jobId, buckets = buckets, from = from, member = false }
+  return fresh
+end
+
+local function memberOf(job)
+  if not job.member then job.member = classMember(gen, job.buckets) end
+  return job.member
+end
+
+-- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
+local sequences
+local function freshOrder(job)
+  if job.order then return job.order end
+  if sequences == nil then
+    local stored = rcall('HMGET', stateKey, 'fifo', 'lifo')
+    sequences = { fifo = tonumber(stored[1]) or 0, lifo = tonumber(stored[2]) or 0, fifoUsed = 0, lifoUsed = 0 }
+  end
+  -- Read only now: a job that goes at once needs neither.
+  local stored = rcall('HMGET', jobPrefix .. job.id, 'priority', 'opts')
+  local lifo = false
+  if stored[2] then
+    local ok, opts = pcall(cjson.decode, stored[2])
+    lifo = ok and type(opts) == 'table' and opts.lifo == true
+  end
+  local priority = tonumber(stored[1]) or 0
+  if lifo then
+    sequences.lifoUsed = sequences.lifoUsed + 1
+    job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
+  else
+    sequences.fifoUsed = sequences.fifoUsed + 1
+    job.order = jobOrder(priority, false, sequences.fifo + sequences.fifoUsed)
+  end
+  return job.order
+end
+
+local function takeFresh()
+  local job = fresh
+  fresh = nil
+  if job.from == 'prioritized' then
+    rcall('ZREM', prioritizedKey, job.id)
+  elseif job.from == 'wait' then
+    rcall('RPOP', waitKey)
+  end
+  return job
+end
+
+-- A job straight from wait: delivered when its buckets have room, else held in its class.
+local function placeFresh(job)
+  local blockedOn = someWaiting and waitingOnOf(memberOf(job))
+  local fits, bucketsOrFull, fullAtUs
+  if not blockedOn then
+    fits, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
+    if fits == true then
+      deliver(job.id, bucketsOrFull, false, job.from == 'active')
+      return
+    end
+  end
+  local member = memberOf(job)
+  if job.from == 'active' then rcall('LREM', activeKey, 1, job.id) end
+  freshHeld = freshHeld + 1
+  freshBudget = freshBudget - 1
+  file(member, job.id, freshOrder(job))
+  if fits == 'stale' then
+    rcall('SADD', staleKey, member)
+  elseif not blockedOn then
+    wait(member, freshOrder(job), bucketsOrFull, fullAtUs)
+  end
+end
+
+local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
+while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget > 0 do
+  if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
+  local entry, order = jobHeadOf()
+  local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
+  local job = freshHead(entry == nil and classOrder == nil)
+  local fromFresh = job ~= nil
+  if fromFresh and (entry ~= nil or classOrder ~= nil) then
+    local first = freshOrder(job)
+    fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
+  end
+  local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
+  if fromFresh then
+    placeFresh(takeFresh())
+  elseif fromJobs then
+    readyAt = readyAt + 2
+    readyTaken = readyTaken + 1
+    local hash = string.find(entry, '#', 1, true)
+    local member, jobId = string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1)
+    local blockedOn = waitingOnOf(member)
+    if blockedOn then
+      file(member, jobId, order)
+      budget = budget - 1
+    else
+      local fits, bucketsOrFull, fullAtUs = checkClass(member)
+      if fits == 'stale' then
+        file(member, jobId, order)
+        rcall('SADD', staleKey, member)
+        budget = budget - 1
+      elseif fits == nil then
+        file(member, jobId, order)
+        wait(member, order, bucketsOrFull, fullAtUs)
+        budget = budget - 1
+      else
+        deliver(jobId, bucketsOrFull, true)
+      end
+    end
+  else
+    if #classHead == 0 then break end
+    local member, order = classHead[1], tonumber(classHead[2])
+    local classKey = classJobsKey(queueBase, member)
+    local fits, bucketsOrFull, fullAtUs = checkClass(member)
+    if fits == 'stale' then
+      rcall('ZREM', readyClassesKey, member)
+      rcall('SADD', staleKey, member)
+      budget = budget - 1
+    elseif fits == nil then
+      rcall('ZREM', readyClassesKey, member)
+      wait(member, order, bucketsOrFull, fullAtUs)
+      budget = budget - 1
+    else
+      local popped = rcall('ZPOPMIN', classKey)
+      if #popped > 0 then deliver(popped[1], bucketsOrFull, true) end
+      local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
+      if #head == 0 then
+        rcall('ZREM', readyClassesKey, member)
+        rcall('SREM', classesKey, member)
+      else
+        rcall('ZADD', readyClassesKey, head[2], member)
+      end
+    end
+    classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
+  end
+end
+
+if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
+saveRoom()
+if freshHeld ~= heldLeft then rcall('HINCRBY', stateKey, 'held', freshHeld - heldLeft) end
+if sequences then
+  if sequences.fifoUsed > 0 then rcall('HINCRBY', stateKey, 'fifo', sequences.fifoUsed) end
+  if sequences.lifoUsed > 0 then rcall('HINCRBY', stateKey, 'lifo', sequences.lifoUsed) end
+end
+
+local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
+if delivered < wanted then
+  -- Some asked in vain: say when to look again.
+  nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
+  if not isPausedOrMaxed and rateLimitMs == 0 and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
+      or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
+    nextWakeUs, more = now, 1
+  end
+  nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
+  stale = rcall('SCARD', staleKey)
+end
+local unclassified = 0
+if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
+reply[1], reply[2], reply[3], reply[4], reply[5] = now, nextWakeUs, nextDelayedMs, unclassified, stale
+reply[6], reply[7], reply[8], reply[9], reply[10] = dropped, gen, more, delivered, rateLimitMs

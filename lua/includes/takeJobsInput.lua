@@ -1,0 +1,32 @@
+--[[
+  The KEYS and ARGV of the delivery scripts (takeNextJobs-19.lua and takeLeasedJobs-19.lua share them; the
+  header of takeNextJobs-19.lua documents each), as the locals includes/takeJobsBody reads, and the
+  includes it needs. The including script defines `local rcall = redis.call`.
+]]
+--- @include "nowUs"
+--- @include "intArg"
+--- @include "schedulerKeys"
+--- @include "throttleStatsNotes"
+--- @include "jobOrder"
+--- @include "classifyInLua"
+--- @include "bullmqLine/queueLists"
+--- @include "bullmq/includes/getNextDelayedTimestamp"
+--- @include "bullmq/includes/promoteDelayedJobs"
+--- @include "bullmq/includes/getRateLimitTTL"
+--- @include "bullmq/includes/prepareJobForProcessing"
+
+local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local classesKey, staleKey, classStateKey, removedHeldKey, blockedSinceKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
+local limiterKey, refusedKey = KEYS[18], KEYS[19]
+local jobPrefix = ARGV[1]
+local lockDuration = ARGV[2]
+local workerName = ARGV[3] ~= '' and ARGV[3] or nil
+local queueBase, throttlePrefix = ARGV[4], ARGV[5]
+local budget, leaseMs = tonumber(ARGV[6]), tonumber(ARGV[7])
+local callerGen = ARGV[8]
+local workerLimiterMax, workerLimiterMs = tonumber(ARGV[9]), tonumber(ARGV[10])
+local callerMs = tonumber(ARGV[11])
+local K = tonumber(ARGV[12])
+

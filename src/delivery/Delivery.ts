@@ -1,0 +1,31 @@
+import { ScriptRunner } from '../lua/scripts';
+import { TakeReply } from './takeNextJobs';
+
+/** What one delivery call asks: a job for each slot's lock token, as the worker named `name`. */
+export interface DeliveryCall {
+  readonly tokens: readonly string[];
+  readonly name: string;
+  /** The config generation the worker holds ('' before it has one). */
+  readonly gen: string;
+}
+
+/**
+ * How a ThrottleGate's deliveries are counted against the throttles: the one seam between the two modes.
+ * - ExactDelivery: the queue's keys and its throttles' share a slot (or a server); one script counts and
+ *   delivers (lua/takeNextJobs-19.lua).
+ * - LeasedDelivery: the throttles are counted elsewhere (another slot, node or Redis): the worker leases
+ *   tokens from the namespace's grantor and the queue's script spends them (lua/takeLeasedJobs-19.lua).
+ */
+export interface Delivery {
+  readonly mode: 'exact' | 'leased';
+  /** The next jobs that fit, each locked with its slot's token and moved to active. */
+  take(call: DeliveryCall): Promise<TakeReply>;
+  /** The worker is closing; gives back what it holds, through connections still open. */
+  stop(runners: StopRunners): Promise<void>;
+}
+
+/** Connections that outlive the worker's own, for what a delivery gives back as it closes. */
+export interface StopRunners {
+  readonly queue: ScriptRunner;
+  readonly grantor: ScriptRunner;
+}

@@ -1,0 +1,55 @@
+import { ScriptRunner } from '../../lua/scripts';
+import { parseTakeReply, TakeCall, takeJobsInput, TakeReply } from '../takeNextJobs';
+
+/** Tokens the grantor granted (or refused) for one class, to be put in the queue's pools. */
+export interface Deposit {
+  readonly member: string;
+  /** The queue node's clock (us) in the reply the request followed: the tokens expire h after it. */
+  readonly requestUs: number;
+  /** The grantor's clock (us) at the grant: with the lease, it finds the tokens in the counters again. */
+  readonly grantUs: number;
+  readonly nonce: string;
+  readonly count: number;
+  /** When the grantor has room for more of the class (ms from its answer; 0: unknown, -1: no such throttle). */
+  readonly roomInMs: number;
+}
+
+/** Tokens to give back to the grantor (lua/returnLeasedTokens-1.lua). */
+export interface ReturnGroup {
+  readonly bucketId: string;
+  readonly grantUs: number;
+  /** h, as the tokens were granted. */
+  readonly leaseMs: number;
+  readonly nonce: string;
+  readonly count: number;
+}
+
+export interface LeaseReply {
+  /** Tokens found expired in the call (refused deposits included). */
+  expired: number;
+  /** Classes waiting for tokens, first in queue order, with their held jobs. */
+  wanted: { member: string; held: number }[];
+  returns: ReturnGroup[];
+}
+
+/** The return group of 5 fields at `at` (lua/takeLeasedJobs-19.lua, lua/withdrawLeases-1.lua). */
+export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
+  return { bucketId: String(raw[at]), grantUs: Number(raw[at + 1]), leaseMs: Number(raw[at + 2]), nonce: String(raw[at + 3]), count: Number(raw[at + 4]) };
+}
+
+/** One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. */
+export async function takeLeasedJobs(
+  runner: ScriptRunner, call: TakeCall, wantsLimit: number, deposits: readonly Deposit[],
+): Promise<{ reply: TakeReply; lease: LeaseReply }> {
+  const { keys, args } = takeJobsInput(call);
+  args.push(wantsLimit, deposits.length);
+  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs);
+  const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
+  const wantedCount = Number(lease[1]);
+  const wanted: LeaseReply['wanted'] = [];
+  for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[2 + 2 * i]), held: Number(lease[3 + 2 * i]) });
+  const returnsAt = 2 + 2 * wantedCount;
+  const returns: ReturnGroup[] = [];
+  for (let i = 0; i < Number(lease[returnsAt]); i++) returns.push(returnGroupAt(lease, returnsAt + 1 + 5 * i));
+  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), wanted, returns } };
+}
