@@ -4,30 +4,33 @@ import { QueueStillThrottledError, ThrottleAdmin, UnknownQueueError, UnknownThro
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { waitFor } from '../support/bullmq';
 import {
-  ClusterOpsScenario, crash, DELIVERED, EXACT_QUEUES, HELD, OTHER_SLOT_QUEUES, SHARED_NAMESPACE, SHARED_QUEUE, startClusterOpsScenario,
+  ClusterOpsScenario, crash, DELIVERED, EXACT_QUEUES, HELD, LEASED_QUEUES, PLAIN_WORKER_QUEUE, SHARED_NAMESPACE, SHARED_QUEUE,
+  startClusterOpsScenario, STRIPE, STRIPE_QUEUES,
 } from '../support/clusterOpsScenario';
 
-// ThrottleAdmin on an ioredis Cluster, over queues in several slots on several masters (see clusterOpsScenario).
-const TTL_MS = 1500;
+// ThrottleAdmin on an ioredis Cluster, over queues in several slots on every master (see clusterOpsScenario).
 let s: ClusterOpsScenario;
 
-beforeAll(async () => { s = await startClusterOpsScenario({ declarationTtlMs: TTL_MS }); }, 120_000);
+beforeAll(async () => { s = await startClusterOpsScenario({ declarationTtlMs: 1500 }); }, 120_000);
 afterAll(async () => { await s?.close(); });
 
+const keys = new ThrottleKeys('bull');
+
 test('the scenario spreads over slots and masters as it says', async () => {
-  const namespaceSlot = calculateSlot(new ThrottleKeys('bull').registryAlive);
-  expect(EXACT_QUEUES.map((q) => calculateSlot(new ThrottleKeys('bull').queueBase(q)))).toEqual([namespaceSlot, namespaceSlot]);
-  const otherSlots = OTHER_SLOT_QUEUES.map((q) => calculateSlot(new ThrottleKeys('bull').queueBase(q)));
-  expect(otherSlots).not.toContain(namespaceSlot);
-  const masterPorts = await Promise.all([namespaceSlot, ...otherSlots].map(async (slot) => (await s.cluster.masterOfSlot(slot)).port));
-  // '{orders}' is on another master than the namespace: node-local reads (CLIENT LIST, TIME) must go there.
-  expect(masterPorts[1]).not.toBe(masterPorts[0]);
+  const namespaceSlot = calculateSlot(keys.registryAlive);
+  const slotOf = (queue: string) => calculateSlot(keys.queueBase(queue));
+  expect(EXACT_QUEUES.map(slotOf)).toEqual([namespaceSlot, namespaceSlot]);
+  const masterOf = async (slot: number) => (await s.cluster.masterOfSlot(slot)).port;
+  const ports = await Promise.all([namespaceSlot, ...LEASED_QUEUES.map(slotOf), slotOf(PLAIN_WORKER_QUEUE)].map(masterOf));
+  // '{refunds}' is on the namespace's master (another slot); '{invoices}' and '{orders}' are on the two others.
+  expect(ports[1]).toBe(ports[0]);
+  expect(new Set([ports[0], ports[2], ports[3]]).size).toBe(3);
 });
 
-test('queueStats of the exact-layout queues: counts, held jobs and their throttle', async () => {
-  for (const queue of EXACT_QUEUES) {
+test('queueStats of every queue: counts, held jobs and the throttle, read from the queue\'s own node', async () => {
+  for (const queue of [...EXACT_QUEUES, ...LEASED_QUEUES]) {
     const stats = await s.admin.queueStats(queue);
-    expect(stats.counts.completed).toBe(DELIVERED[queue]);
+    expect([queue, stats.counts.completed]).toEqual([queue, DELIVERED[queue]]);
     expect(stats).toMatchObject({ queue, throttled: HELD[queue], heldByFullBuckets: HELD[queue], classifying: 0, throttledWorkers: 1, plainWorkers: 0 });
     expect(stats.throttles.map((t) => [t.name, t.declaredBy, t.limits])).toEqual([['stripe', 1, [{ max: 2, windowMs: 60_000 }]]]);
     expect(stats.oldestHeldMs).toBeGreaterThanOrEqual(0);
@@ -35,34 +38,37 @@ test('queueStats of the exact-layout queues: counts, held jobs and their throttl
   }
 });
 
-test('queueStats of queues on other slots and masters: their workers, and the plain Worker where it is connected', async () => {
-  const orders = await s.admin.queueStats('{orders}');
+test('plain-worker detection asks the master where the queue\'s workers are connected', async () => {
+  const orders = await s.admin.queueStats(PLAIN_WORKER_QUEUE);
   expect(orders).toMatchObject({ throttled: 0, heldByFullBuckets: 0, throttledWorkers: 1, plainWorkers: 1, oldestHeldMs: null });
-  // Every time, not by luck: a keyless CLIENT LIST would go to any one master, and only '{orders}''s sees both workers.
-  for (let i = 0; i < 10; i++) expect((await s.admin.queueStats('{orders}')).plainWorkers).toBe(1);
   expect(Object.values(orders.counts).reduce((a, b) => a + b, 0)).toBe(0);
-  expect(orders.throttles.map((t) => t.name)).toEqual(['stripe']);
-  expect(await s.admin.queueStats('{refunds}')).toMatchObject({ throttledWorkers: 1, plainWorkers: 0 });
+  // Every time, not by luck: a keyless CLIENT LIST would go to any one master, and only '{orders}''s sees both workers.
+  for (let i = 0; i < 10; i++) expect((await s.admin.queueStats(PLAIN_WORKER_QUEUE)).plainWorkers).toBe(1);
 });
 
-test('throttleStats adds up what each queue keeps of the throttle, over every slot that declares it', async () => {
+test('throttleStats adds up what each queue keeps of the throttle, over every slot and master', async () => {
   const stats = await s.admin.throttleStats('stripe', { top: 5 });
-  expect(stats.queues).toEqual([...EXACT_QUEUES, ...OTHER_SLOT_QUEUES].sort());
-  expect(stats.declaredBy).toBe(4);
-  expect(stats).toMatchObject({ activeBuckets: 3, bucketsAtLimit: 1, waiting: 6, deliveredTotal: 4, limitedTotal: 6 });
-  // acme's 6 are 2 held on '{bull}orders' and 4 on '{bull}refunds': two queues' statistics, added up.
-  expect(stats.topBuckets).toEqual([{ key: ['acme'], waiting: 6 }]);
-  expect(stats.lastWindow).toEqual([{ windowMs: 60_000, max: 2, delivered: 4 }]);
+  expect(stats.queues).toEqual([...STRIPE_QUEUES].sort());
+  expect(stats.declaredBy).toBe(STRIPE_QUEUES.length);
+  expect(stats).toMatchObject({ activeBuckets: STRIPE.activeBuckets, bucketsAtLimit: STRIPE.bucketsAtLimit, waiting: STRIPE.waiting, deliveredTotal: STRIPE.delivered });
+  expect(stats.limitedTotal).toBeGreaterThanOrEqual(STRIPE.waiting);
+  expect(stats.tokensExpired).toBeGreaterThanOrEqual(0);
+  // acme's 8 are held on '{bull}orders' (2), '{bull}refunds' (4) and '{invoices}' (2, another master).
+  expect(stats.topBuckets).toEqual([{ key: ['acme'], waiting: STRIPE.acmeWaiting }, { key: ['c2'], waiting: 1 }]);
+  // Each queue's deliveries, by its own node's clock.
+  expect(stats.lastWindow).toEqual([{ windowMs: 60_000, max: 2, delivered: STRIPE.delivered }]);
 });
 
 test('throttleBucket: counted in the namespace slot, waiting over every queue', async () => {
   const acme = await s.admin.throttleBucket('stripe', ['acme']);
   expect(acme.limits).toEqual([{ windowMs: 60_000, max: 2, counted: 2, roomAt: expect.any(Number) }]);
-  expect(acme.waiting).toBe(6);
+  expect(acme.waiting).toBe(STRIPE.acmeWaiting);
   expect(acme.nextRoomAt).toBeGreaterThan(acme.at);
-  const b2 = await s.admin.throttleBucket('stripe', ['b2']);
-  expect(b2.limits[0].counted).toBe(1);
-  expect(b2.nextRoomAt).toBe(b2.at);
+  const c2 = await s.admin.throttleBucket('stripe', ['c2']);
+  expect(c2).toMatchObject({ waiting: 1, limits: [{ counted: 2 }] });
+  const c3 = await s.admin.throttleBucket('stripe', ['c3']);
+  expect(c3).toMatchObject({ waiting: 0, limits: [{ counted: 1, roomAt: null }] });
+  expect(c3.nextRoomAt).toBe(c3.at);
 });
 
 test('throttlePrefix: a namespace in its own slot is read from there, and only there', async () => {
@@ -83,14 +89,13 @@ test('an unknown queue is a clear error (its keys are in three slots: asked one 
   await expect(s.admin.queueStats('no-such-queue')).rejects.toThrow(UnknownQueueError);
 });
 
-test('releaseHeld: refused while a queue (here on another master) has a live worker; puts jobs back once they are all gone', async () => {
-  await expect(s.admin.releaseHeld('{orders}')).rejects.toThrow(QueueStillThrottledError);
+test('releaseHeld: refused while a queue has a live worker; puts its jobs back, on its own node, once they are all gone', async () => {
+  await expect(s.admin.releaseHeld('{invoices}')).rejects.toThrow(QueueStillThrottledError);
   await expect(s.admin.releaseHeld('{bull}refunds')).rejects.toThrow(QueueStillThrottledError);
   // Every worker of the namespace crashes (a live one would release a lapsed queue's jobs on its heartbeat).
-  for (const queue of [...EXACT_QUEUES, ...OTHER_SLOT_QUEUES]) await crash(s.workers.get(queue)!);
+  for (const queue of STRIPE_QUEUES) await crash(s.workers.get(queue)!);
   await waitFor(async () => (await s.admin.liveEntries()).length === 0, 10_000, 'the crashed workers to lapse');
-  for (const queue of [...EXACT_QUEUES, ...OTHER_SLOT_QUEUES]) {
-    const held = queue in HELD ? HELD[queue as keyof typeof HELD] : 0;
+  for (const queue of STRIPE_QUEUES) {
     // The queue's own workers set lapses on its node's clock, a moment after the registry.
     let released = -1;
     await waitFor(async () => {
@@ -100,10 +105,10 @@ test('releaseHeld: refused while a queue (here on another master) has a live wor
       });
       return released >= 0;
     }, 10_000, `the release of ${queue} to be allowed`);
-    expect([queue, released]).toEqual([queue, held]);
+    expect([queue, released]).toEqual([queue, HELD[queue]]);
     const bull = new Queue(queue, { connection: s.client });
     try {
-      expect(await bull.getJobCounts('wait', 'completed')).toEqual({ wait: held, completed: queue in DELIVERED ? DELIVERED[queue as keyof typeof DELIVERED] : 0 });
+      expect([queue, await bull.getJobCounts('wait', 'completed')]).toEqual([queue, { wait: HELD[queue], completed: DELIVERED[queue] }]);
     } finally {
       await bull.close();
     }

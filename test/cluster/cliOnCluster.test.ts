@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import { freeLoopbackPort } from '../../src/devRedis/localRedisServer';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { waitFor } from '../support/bullmq';
-import { ClusterOpsScenario, crash, EXACT_QUEUES, HELD, OTHER_SLOT_QUEUES, SHARED_NAMESPACE, startClusterOpsScenario } from '../support/clusterOpsScenario';
+import { ClusterOpsScenario, crash, HELD, PLAIN_WORKER_QUEUE, SHARED_NAMESPACE, startClusterOpsScenario, STRIPE, STRIPE_QUEUES } from '../support/clusterOpsScenario';
 import { cli, Run } from '../support/runCli';
 import { testRedisUrl } from '../support/testRedis';
 
@@ -42,25 +42,26 @@ test('one --redis naming a node that does not hold the keys: the cluster is foun
 });
 
 test('several --redis seeds, and --cluster with one, connect as a Cluster client', async () => {
-  const several = await cli(['--json', 'stats', '{orders}', ...seeds]);
+  const several = await cli(['--json', 'stats', PLAIN_WORKER_QUEUE, ...seeds]);
   expectOk(several);
-  expect(JSON.parse(several.stdout)).toMatchObject({ queue: '{orders}', throttledWorkers: 1, plainWorkers: 1 });
-  const flagged = await cli(['stats', '{orders}', '--cluster', '--redis', elsewhere]);
+  expect(JSON.parse(several.stdout)).toMatchObject({ queue: PLAIN_WORKER_QUEUE, throttledWorkers: 1, plainWorkers: 1 });
+  const flagged = await cli(['stats', PLAIN_WORKER_QUEUE, '--cluster', '--redis', elsewhere]);
   expectOk(flagged);
   expect(flagged.stdout).toContain('1 ThrottledWorker, 1 plain Worker (they bypass the throttles)');
-  const commaSeparated = await cli(['--json', 'stats', '{orders}'], { env: { REDIS_URL: seeds.filter((a) => a !== '--redis').join(',') } });
+  const commaSeparated = await cli(['--json', 'stats', '{invoices}'], { env: { REDIS_URL: seeds.filter((a) => a !== '--redis').join(',') } });
   expectOk(commaSeparated);
+  expect(JSON.parse(commaSeparated.stdout)).toMatchObject({ queue: '{invoices}', throttled: HELD['{invoices}'] });
 });
 
 test('throttle and bucket add up the queues of every slot', async () => {
   const throttle = await cli(['throttle', 'stripe', '--redis', elsewhere]);
   expectOk(throttle);
-  expect(throttle.stdout).toContain([...EXACT_QUEUES, ...OTHER_SLOT_QUEUES].sort().join(', '));
-  expect(throttle.stdout).toContain('6 jobs held on full buckets');
-  expect(throttle.stdout).toMatch(/^ {2}acme +6$/m);
+  expect(throttle.stdout).toContain([...STRIPE_QUEUES].sort().join(', '));
+  expect(throttle.stdout).toContain(`${STRIPE.waiting} jobs held on full buckets`);
+  expect(throttle.stdout).toMatch(new RegExp(`^ {2}acme +${STRIPE.acmeWaiting}$`, 'm'));
   const bucket = await cli(['bucket', 'stripe', 'acme', '--json', ...seeds]);
   expectOk(bucket);
-  expect(JSON.parse(bucket.stdout)).toMatchObject({ key: ['acme'], waiting: 6, limits: [{ counted: 2, max: 2 }] });
+  expect(JSON.parse(bucket.stdout)).toMatchObject({ key: ['acme'], waiting: STRIPE.acmeWaiting, limits: [{ counted: 2, max: 2 }] });
 });
 
 test('--throttle-prefix reads another namespace, on its own slot', async () => {
@@ -84,7 +85,7 @@ test('watch --json refreshes from the cluster until SIGINT', async () => {
   for (const line of lines) {
     const snapshot = JSON.parse(line);
     expect(snapshot.queue.throttled).toBe(HELD['{bull}orders']);
-    expect(snapshot.throttles.map((t: { name: string; waiting: number }) => [t.name, t.waiting])).toEqual([['stripe', 6]]);
+    expect(snapshot.throttles.map((t: { name: string; waiting: number }) => [t.name, t.waiting])).toEqual([['stripe', STRIPE.waiting]]);
   }
 });
 
@@ -97,7 +98,7 @@ test('--cluster against a Redis that is not a cluster node, and a cluster that c
 test('release: refused while the queue has a live worker; done once the namespace\'s workers are gone', async () => {
   expectOneErrorLine(await cli(['release', '{bull}orders', '--redis', elsewhere]), /queue '\{bull\}orders' has 1 live ThrottledWorker/);
   // Every worker of the namespace crashes (a live one would release a lapsed queue's jobs on its heartbeat).
-  for (const queue of [...EXACT_QUEUES, ...OTHER_SLOT_QUEUES]) await crash(s.workers.get(queue)!);
+  for (const queue of STRIPE_QUEUES) await crash(s.workers.get(queue)!);
   await waitFor(async () => (await s.admin.liveEntries()).length === 0, 10_000, 'the crashed workers to lapse');
   let run: Run | undefined;
   await waitFor(async () => {

@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { ThrottleAdmin } from '../../src';
 import { connectionFromEnv } from '../../src/metrics/exampleServer';
 import { registerThrottleMetrics, ThrottleMetricsOptions } from '../../src/metrics/registerThrottleMetrics';
-import { ClusterOpsScenario, HELD, SHARED_NAMESPACE, SHARED_QUEUE, startClusterOpsScenario } from '../support/clusterOpsScenario';
+import { ClusterOpsScenario, HELD, SHARED_NAMESPACE, SHARED_QUEUE, startClusterOpsScenario, STRIPE } from '../support/clusterOpsScenario';
 import { seriesValue } from '../metrics/scenario';
 
 // registerThrottleMetrics on a Redis Cluster (see clusterOpsScenario).
@@ -23,19 +23,20 @@ async function scrape(options: ThrottleMetricsOptions): Promise<string> {
 
 const EXPECTED: Record<string, number> = {
   throttle_metrics_collect_success: 1,
-  'throttle_waiting{throttle="stripe"}': 6,
-  'throttle_delivered_total{throttle="stripe"}': 4,
-  'throttle_limited_total{throttle="stripe"}': 6,
-  'throttle_active_buckets{throttle="stripe"}': 3,
-  'throttle_buckets_at_limit{throttle="stripe"}': 1,
-  'throttle_window_deliveries{throttle="stripe",window="1m"}': 4,
+  'throttle_waiting{throttle="stripe"}': STRIPE.waiting,
+  'throttle_delivered_total{throttle="stripe"}': STRIPE.delivered,
+  'throttle_active_buckets{throttle="stripe"}': STRIPE.activeBuckets,
+  'throttle_buckets_at_limit{throttle="stripe"}': STRIPE.bucketsAtLimit,
+  'throttle_window_deliveries{throttle="stripe",window="1m"}': STRIPE.delivered,
   'throttle_queue_held_jobs{queue="{bull}orders"}': HELD['{bull}orders'],
   'throttle_queue_held_jobs{queue="{bull}refunds"}': HELD['{bull}refunds'],
+  'throttle_queue_held_jobs{queue="{refunds}"}': HELD['{refunds}'],
+  'throttle_queue_held_jobs{queue="{invoices}"}': HELD['{invoices}'],
   'throttle_queue_held_jobs{queue="{orders}"}': 0,
   'throttle_declaring_workers{queue="{orders}",throttle="stripe"}': 1,
-  'throttle_declaring_workers{queue="{refunds}",throttle="stripe"}': 1,
+  'throttle_declaring_workers{queue="{invoices}",throttle="stripe"}': 1,
   'throttle_queue_plain_workers{queue="{orders}"}': 1,
-  'throttle_queue_plain_workers{queue="{refunds}"}': 0,
+  'throttle_queue_plain_workers{queue="{invoices}"}': 0,
 };
 
 function expectFigures(text: string, expected: Record<string, number>): void {
@@ -46,6 +47,8 @@ function expectFigures(text: string, expected: Record<string, number>): void {
 test('on a Cluster client the app owns: every figure, from the nodes holding each queue', async () => {
   const text = await scrape({ connection: s.client });
   expectFigures(text, EXPECTED);
+  // Leased tokens of '{refunds}' and '{invoices}', added up from their nodes (any that expired unused).
+  expect(seriesValue(text, 'throttle_tokens_expired_total{throttle="stripe"}')).toBeGreaterThanOrEqual(0);
   expect(seriesValue(text, 'throttle_waiting{throttle="partner"}')).toBeUndefined();
   expect(s.client.status).toBe('ready'); // not closed: the app's
 });

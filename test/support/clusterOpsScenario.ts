@@ -8,30 +8,37 @@ import { RedisCluster, startRedisCluster } from './redisCluster';
 
 /**
  * A 3-master, 3-replica cluster and the default prefix 'bull', with the throttle 'stripe' (Key.data('customer'),
- * 2 per 1m) declared by a ThrottledWorker on each of four queues in three slots on two masters:
- * - '{bull}orders' and '{bull}refunds' hash with the namespace ('bull::throttle:{bull}', slot 9263): they are
- *   in the exact layout, one slot, and deliver. orders gets 4 jobs of acme and 1 of b1 (3 delivered: acme 2, b1;
- *   2 held), then refunds 4 of acme and 1 of b2 (1 delivered: b2; 4 held, acme being full): 4 delivered, 6 held,
- *   all on the acme bucket.
- * - '{orders}' (slot 105, another master) and '{refunds}' (slot 7042): their workers register (that works on any
- *   slot) but get no jobs, since until lease mode a delivery from a queue outside the namespace's slot would
- *   compose throttle keys of another slot. '{orders}' also has a plain bullmq Worker, which bypasses the throttles.
+ * 2 per 1m) declared by a ThrottledWorker on each of five queues in four slots on the three masters:
+ * - '{bull}orders' and '{bull}refunds' hash with the namespace ('bull::throttle:{bull}', slot 9263): exact
+ *   delivery, one slot. orders gets 4 jobs of acme and 1 of b1 (3 delivered: acme 2, b1; 2 held), then refunds
+ *   4 of acme and 1 of b2 (1 delivered: b2; 4 held, acme being full).
+ * - '{refunds}' (slot 7042, on the namespace's master) and '{invoices}' (slot 13262, a third master) lease their
+ *   tokens: refunds gets 3 jobs of c2 (2 delivered, 1 held), then invoices 2 of acme and 1 of c3 (c3 delivered,
+ *   2 held on acme).
+ * - '{orders}' (slot 105, the remaining master) gets no jobs; it also has a plain bullmq Worker, which bypasses
+ *   the throttles (and would take some of its jobs).
+ * So 7 delivered and 9 held: 8 on acme (over three queues on two masters), 1 on c2.
  * - '{shared}jobs' declares 'partner' (1 per 1m, unkeyed) under throttlePrefix '{shared}' (its own slot, which
  *   the queue's tag shares): 3 jobs, 1 delivered, 2 held.
  */
 export const EXACT_QUEUES = ['{bull}orders', '{bull}refunds'] as const;
-export const OTHER_SLOT_QUEUES = ['{orders}', '{refunds}'] as const;
+export const LEASED_QUEUES = ['{refunds}', '{invoices}'] as const;
+export const PLAIN_WORKER_QUEUE = '{orders}';
+/** Every queue declaring 'stripe'. */
+export const STRIPE_QUEUES: readonly string[] = [...EXACT_QUEUES, ...LEASED_QUEUES, PLAIN_WORKER_QUEUE];
 export const SHARED_QUEUE = '{shared}jobs';
 export const SHARED_NAMESPACE = '{shared}';
-export const DELIVERED = { '{bull}orders': 3, '{bull}refunds': 1 } as const;
-export const HELD = { '{bull}orders': 2, '{bull}refunds': 4 } as const;
+export const DELIVERED: Readonly<Record<string, number>> = { '{bull}orders': 3, '{bull}refunds': 1, '{refunds}': 2, '{invoices}': 1, '{orders}': 0 };
+export const HELD: Readonly<Record<string, number>> = { '{bull}orders': 2, '{bull}refunds': 4, '{refunds}': 1, '{invoices}': 2, '{orders}': 0 };
+/** 'stripe' over every queue. */
+export const STRIPE = { delivered: 7, waiting: 9, acmeWaiting: 8, activeBuckets: 5, bucketsAtLimit: 2 } as const;
 
 export interface ClusterOpsScenario {
   cluster: RedisCluster;
   client: Cluster;
   admin: ThrottleAdmin;
   workers: Map<string, ThrottledWorker>;
-  /** Queue -> jobs its processor ran. */
+  /** Queue -> jobs its ThrottledWorker's processor ran. */
   delivered: Map<string, number>;
   close(): Promise<void>;
 }
@@ -66,6 +73,10 @@ export async function startClusterOpsScenario(options: { declarationTtlMs?: numb
     await q.addBulk(jobs);
     await q.close();
   };
+  const settled = async (queue: string, by: ThrottleAdmin = admin) => {
+    await waitFor(async () => delivered.get(queue) === (DELIVERED[queue] ?? 1) && (await by.queueStats(queue)).heldByFullBuckets === (HELD[queue] ?? 2),
+      20_000, `${queue} to settle`);
+  };
   const close = async () => {
     for (const closer of closers.reverse()) await closer().catch(() => undefined);
     await admin.close().catch(() => undefined);
@@ -73,23 +84,28 @@ export async function startClusterOpsScenario(options: { declarationTtlMs?: numb
     await cluster.stop();
   };
   try {
-    for (const queue of [...EXACT_QUEUES, ...OTHER_SLOT_QUEUES]) await start(queue, [stripe]);
+    for (const queue of STRIPE_QUEUES) await start(queue, [stripe]);
     await start(SHARED_QUEUE, [partner], SHARED_NAMESPACE);
-    const plain = new Worker(OTHER_SLOT_QUEUES[0], async () => undefined, { connection: client });
+    const plain = new Worker(PLAIN_WORKER_QUEUE, async () => undefined, { connection: client });
     plain.on('error', () => undefined);
     closers.push(() => plain.close());
     await plain.waitUntilReady();
 
+    // One queue at a time, so that which jobs go and which are held is known.
     await add('{bull}orders', [...jobsOf('acme', 4), ...jobsOf('b1', 1)]);
-    await waitFor(async () => delivered.get('{bull}orders') === 3 && (await admin.queueStats('{bull}orders')).heldByFullBuckets === 2, 20_000, 'orders: 3 delivered, 2 held');
+    await settled('{bull}orders');
     await add('{bull}refunds', [...jobsOf('acme', 4), ...jobsOf('b2', 1)]);
-    await waitFor(async () => delivered.get('{bull}refunds') === 1 && (await admin.queueStats('{bull}refunds')).heldByFullBuckets === 4, 20_000, 'refunds: 1 delivered, 4 held');
+    await settled('{bull}refunds');
+    await add('{refunds}', jobsOf('c2', 3));
+    await settled('{refunds}');
+    await add('{invoices}', [...jobsOf('acme', 2), ...jobsOf('c3', 1)]);
+    await settled('{invoices}');
     await add(SHARED_QUEUE, jobsOf('p', 3));
     const sharedAdmin = new ThrottleAdmin({ connection: client, throttlePrefix: SHARED_NAMESPACE });
     closers.push(() => sharedAdmin.close());
-    await waitFor(async () => delivered.get(SHARED_QUEUE) === 1 && (await sharedAdmin.queueStats(SHARED_QUEUE)).heldByFullBuckets === 2, 20_000, 'shared: 1 delivered, 2 held');
-    // The plain Worker and every ThrottledWorker of '{orders}' have blocked on its marker, on its master.
-    await waitFor(async () => (await admin.queueStats('{orders}')).plainWorkers === 1, 20_000, 'the plain Worker of {orders} to show');
+    await settled(SHARED_QUEUE, sharedAdmin);
+    // The plain Worker and the ThrottledWorker of '{orders}' have blocked on its marker, on its master.
+    await waitFor(async () => (await admin.queueStats(PLAIN_WORKER_QUEUE)).plainWorkers === 1, 20_000, 'the plain Worker of {orders} to show');
   } catch (error) {
     await close();
     throw error;
