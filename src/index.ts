@@ -15,7 +15,7 @@ export { InvalidThrottleError } from './errors/InvalidThrottleError';
 export { ThrottleConflictError } from './errors/ThrottleConflictError';
 export { InvalidGrantError } from './errors/InvalidGrantError';
 export { InvalidOptionError } from './errors/InvalidOptionError';
-export type { ConnectionInput, IORedisClient } from './redis/connection';
+export type { ClusterConnectionOptions, ConnectionInput, IORedisClient } from './redis/connection';
 export { ThrottledWorker } from './worker/ThrottledWorker';
 export type { ThrottledWorkerOptions } from './worker/ThrottledWorker';
 export type { AttributesFunction, AttributeSource } from './worker/jobClassifier';

@@ -20,9 +20,13 @@ import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { readBucketWaiting, readQueueThrottleTotals } from './queueThrottleStats';
 import { readRecoveryHold } from './recoveryHold';
+import { redisTimeMs } from '../redis/redisClock';
 
 export interface ThrottleAdminOptions {
-  /** ioredis options, a redis:// URL, or an ioredis client (which the admin then never closes). */
+  /**
+   * ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), or an ioredis Redis or Cluster
+   * client (which the admin then never closes).
+   */
   connection: ConnectionInput;
   /**
    * bullmq's key prefix of the queues asked about.
@@ -45,6 +49,7 @@ export class ThrottleAdmin {
   readonly keys: ThrottleKeys;
   private readonly connection: OwnedClient;
   private readonly queues = new Map<string, Queue>();
+  private scriptRunner?: ScriptRunner;
 
   constructor(options: ThrottleAdminOptions) {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
@@ -56,9 +61,17 @@ export class ThrottleAdmin {
     return this.connection.client;
   }
 
-  private async nowMs(): Promise<number> {
-    const [seconds, micros] = await this.client.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  private get runner(): ScriptRunner {
+    this.scriptRunner ??= new ScriptRunner(this.client);
+    return this.scriptRunner;
+  }
+
+  /**
+   * Redis time (ms) on the node that holds `key`, to compare with times written to keys of its slot: in a
+   * Cluster, the namespace's node for the registry and the throttles' counters, the queue's for its own keys.
+   */
+  private nowMs(key: string = this.keys.registryAlive): Promise<number> {
+    return redisTimeMs(this.client, key, this.runner);
   }
 
   /** Every live ThrottledWorker's declarations (entries whose worker stopped refreshing them are left out). */
@@ -121,11 +134,11 @@ export class ThrottleAdmin {
   }
 
   async queueStats(queue: string): Promise<QueueStats> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const mine = entriesOfQueue(entries, queue, this.keys.prefix);
     const q = this.queueKeys(queue);
-    const known = mine.length > 0 || (await this.client.exists(q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`)) > 0;
+    // The queue's own times (blockedSince) are on the clock of the node holding the queue.
+    const [now, entries] = await Promise.all([this.nowMs(q.state), this.liveEntries()]);
+    const mine = entriesOfQueue(entries, queue, this.keys.prefix);
+    const known = mine.length > 0 || (await this.anyExists([q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`]));
     if (!known) {
       throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.`);
     }
@@ -152,6 +165,15 @@ export class ThrottleAdmin {
     };
   }
 
+  /**
+   * Whether any of the keys exists. One EXISTS per key: a queue's throttle keys and bullmq's share a slot
+   * only when the prefix or the queue name has a hash tag, and a multi-key command across slots is refused.
+   */
+  private async anyExists(keys: readonly string[]): Promise<boolean> {
+    const found = await Promise.all(keys.map((key) => this.client.exists(key)));
+    return found.some((n) => n > 0);
+  }
+
   private queueKeys(queue: string) {
     return this.keys.queue(queue);
   }
@@ -174,7 +196,10 @@ export class ThrottleAdmin {
 
   private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
     if (!entries.some((entry) => entry.declarations.some((d) => d.name === name))) {
-      throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker under prefix '${this.keys.prefix}': check the name and --prefix.`);
+      const where = this.keys.namespace === this.keys.prefix
+        ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
+        : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
+      throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker ${where}.`);
     }
     return effectiveThrottle(entries, name);
   }
@@ -189,7 +214,7 @@ export class ThrottleAdmin {
     const [activeBuckets, bucketsAtLimit, totals, recoveryHold] = await Promise.all([
       this.client.zcount(k.active, `(${now}`, '+inf'),
       this.client.zcount(k.full, `(${now}`, '+inf'),
-      readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
+      readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
       readRecoveryHold(this.client, this.keys.grantorRecord, throttle.limits, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
@@ -207,7 +232,10 @@ export class ThrottleAdmin {
         // One bucket: its counter says exactly what is counted in the window.
         delivered = readCounter(await this.client.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
       } else {
-        for (const [slot, count] of totals.recent) if ((slot + 1) * slotMs > now - limit.windowMs) delivered += count;
+        // Each queue numbered its slots on its own node's clock.
+        for (const queue of totals.recent) {
+          for (const [slot, count] of queue.slots) if ((slot + 1) * slotMs > queue.nowMs - limit.windowMs) delivered += count;
+        }
       }
       return { windowMs: limit.windowMs, max: limit.max, delivered };
     }));
@@ -269,7 +297,7 @@ export class ThrottleAdmin {
    * one that starts meanwhile stops it, and classifies again what went back. Resolves to how many jobs went back.
    */
   async releaseHeld(queue: string): Promise<number> {
-    const { released, complete } = await releaseHeldJobs(new ScriptRunner(this.client), this.keys, queue);
+    const { released, complete } = await releaseHeldJobs(this.runner, this.keys, queue);
     if (!complete && released === 0) {
       const workers = entriesOfQueue(await this.liveEntries(), queue, this.keys.prefix).length;
       throw new QueueStillThrottledError(

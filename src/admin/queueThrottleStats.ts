@@ -1,5 +1,7 @@
 import { QueueThrottleStatsKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
+import { redisTimeMs } from '../redis/redisClock';
 
 /** What the queues where a throttle is declared keep of it, added up (see lua/includes/throttleStatsNotes.lua). */
 export interface QueueThrottleTotals {
@@ -10,19 +12,24 @@ export interface QueueThrottleTotals {
   expired: number;
   /** Bucket segment -> jobs waiting on it, over the queues' top buckets. */
   waitingByBucket: Map<string, number>;
-  /** Slot of longest/60 -> deliveries in it, over every queue. */
-  recent: Map<number, number>;
+  /**
+   * Per queue, its slots of longest/60 -> deliveries in it, with the time (ms) on the clock of the node
+   * holding the queue, which numbered the slots: queues on several nodes are each compared with their own.
+   */
+  recent: { nowMs: number; slots: Map<number, number> }[];
 }
 
 /**
  * Reads each queue's statistics of one throttle and adds them up. Each queue keeps its own (in its own
- * slot), so a throttle shared by queues on several slots or servers is read from each. The top buckets are
+ * slot), so a throttle shared by queues on several slots or servers is read from each: every command here
+ * names one key, so a Cluster client sends it to the node holding that queue. The top buckets are
  * the sum of each queue's `top` busiest: exact when one queue holds a bucket's jobs, as it usually does.
  */
-export async function readQueueThrottleTotals(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], top: number): Promise<QueueThrottleTotals> {
-  const totals: QueueThrottleTotals = { waiting: 0, delivered: 0, limited: 0, expired: 0, waitingByBucket: new Map(), recent: new Map() };
+export async function readQueueThrottleTotals(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], top: number, runner?: ScriptRunner): Promise<QueueThrottleTotals> {
+  const totals: QueueThrottleTotals = { waiting: 0, delivered: 0, limited: 0, expired: 0, waitingByBucket: new Map(), recent: [] };
   await Promise.all(queues.map(async (keys) => {
-    const [fields, topRaw, recent] = await Promise.all([
+    const [nowMs, fields, topRaw, recent] = await Promise.all([
+      redisTimeMs(client, keys.recent, runner),
       client.hmget(keys.stats, 'waiting', 'delivered', 'limited', 'expired'),
       top > 0 ? client.zrevrangebyscore(keys.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
       client.hgetall(keys.recent),
@@ -34,9 +41,7 @@ export async function readQueueThrottleTotals(client: RedisClient, queues: reado
     for (let i = 0; i < topRaw.length; i += 2) {
       totals.waitingByBucket.set(topRaw[i], (totals.waitingByBucket.get(topRaw[i]) ?? 0) + Number(topRaw[i + 1]));
     }
-    for (const [slot, count] of Object.entries(recent)) {
-      totals.recent.set(Number(slot), (totals.recent.get(Number(slot)) ?? 0) + Number(count));
-    }
+    totals.recent.push({ nowMs, slots: new Map(Object.entries(recent).map(([slot, count]) => [Number(slot), Number(count)])) });
   }));
   return totals;
 }

@@ -27,7 +27,7 @@ export function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
   return error.name === 'MaxRetriesPerRequestError'
-    || /Connection is closed|Stream isn't writeable|enableOfflineQueue|connect ETIMEDOUT|ECONNREFUSED|ECONNRESET/.test(error.message);
+    || /Connection is closed|Stream isn't writeable|enableOfflineQueue|connect ETIMEDOUT|ECONNREFUSED|ECONNRESET|Failed to refresh slots cache|None of startup nodes is available/.test(error.message);
 }
 
 /** The one line printed for an error (without the 'bullmq-throttle: ' lead). */
@@ -38,6 +38,11 @@ export function describeError(error: unknown, redisUrl?: string): string {
   }
   if (isConnectionError(error)) {
     return oneLine(`lost the connection to Redis${redisUrl ? ` at ${redisUrl}` : ''}: ${(error as Error).message}`);
+  }
+  if (error instanceof Error && error.name === 'ReplyError' && /^(MOVED|ASK) /.test(error.message)) {
+    // Only where INFO was refused, so that the CLI could not tell it was talking to a cluster node.
+    return oneLine(`Redis${redisUrl ? ` at ${redisUrl}` : ''} is a Redis Cluster node that does not hold the key asked for (${error.message}): `
+      + 'run again with --cluster (or give several --redis seed nodes).');
   }
   if (error instanceof Error && error.name === 'ReplyError') return oneLine(`Redis answered with an error: ${error.message}`);
   return oneLine(error instanceof Error ? error.message : String(error));

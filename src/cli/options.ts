@@ -2,8 +2,13 @@ import { UsageError } from './errors';
 
 /** Options every command takes. */
 export interface GlobalOptions {
-  redis: string;
+  /** One Redis, or seed nodes of a Redis Cluster (any reachable one will do). */
+  redis: string[];
+  /** Connect as a Redis Cluster client even to a single seed (found out by itself otherwise). */
+  cluster?: boolean;
   prefix: string;
+  /** The throttle namespace, as the workers' throttlePrefix; undefined: the prefix. */
+  throttlePrefix?: string;
   json: boolean;
 }
 
@@ -11,6 +16,19 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 export function defaultRedisUrl(env: NodeJS.ProcessEnv = process.env): string {
   return env.REDIS_URL && env.REDIS_URL.trim() !== '' ? env.REDIS_URL : DEFAULT_REDIS_URL;
+}
+
+/** URLs from one --redis value or REDIS_URL: several may be given comma-separated (a Cluster's seeds). */
+export function splitRedisUrls(value: string): string[] {
+  return value.split(',').map((url) => url.trim()).filter((url) => url.length > 0);
+}
+
+/**
+ * commander's parser for a repeatable --redis: the first one given replaces the default (REDIS_URL, or
+ * the local Redis), each further one adds a seed.
+ */
+export function redisOptionParser(defaults: readonly string[]): (value: string, previous: string[]) => string[] {
+  return (value, previous) => [...(previous === defaults ? [] : previous), ...splitRedisUrls(value)];
 }
 
 /** A whole number in [min, max], for an option such as --top or --interval. */

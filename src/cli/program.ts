@@ -6,7 +6,7 @@ import { registerRelease } from './commands/release';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
-import { DEFAULT_REDIS_URL, defaultRedisUrl } from './options';
+import { DEFAULT_REDIS_URL, defaultRedisUrl, redisOptionParser, splitRedisUrls } from './options';
 
 function packageVersion(): string {
   try {
@@ -26,11 +26,16 @@ export interface ProgramIo {
 /** The `bullmq-throttle` program. Errors reach the caller of parseAsync (commander's own as CommanderError). */
 export function buildProgram(io: ProgramIo = {}): Command {
   const writeErr = io.writeErr ?? ((text: string) => process.stderr.write(text));
+  const redisDefaults = splitRedisUrls(defaultRedisUrl(io.env));
   const program = new Command('bullmq-throttle')
     .description('See why BullMQ queues paced by bullmq-throttle are waiting: queues, throttles and buckets, once or live; put held jobs back (release).')
     .version(packageVersion(), '-V, --version')
-    .addOption(new Option('--redis <url>', 'the Redis to read').default(defaultRedisUrl(io.env), `$REDIS_URL, else ${DEFAULT_REDIS_URL}`))
+    .addOption(new Option('--redis <url>', 'the Redis to read; repeat it (or separate URLs with commas) to give several seed nodes of a Redis Cluster')
+      .default(redisDefaults, `$REDIS_URL, else ${DEFAULT_REDIS_URL}`)
+      .argParser(redisOptionParser(redisDefaults)))
+    .option('--cluster', 'connect as a Redis Cluster client (found out by itself when --redis is a cluster node, or when several are given)')
     .addOption(new Option('--prefix <prefix>', "the key prefix, as bullmq's prefix option").default('bull'))
+    .option('--throttle-prefix <prefix>', "the throttle namespace, as the workers' throttlePrefix option (default: the prefix)")
     .option('--json', 'print the raw object as JSON instead of a table (watch: one JSON line per refresh)')
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
@@ -48,6 +53,8 @@ Examples:
   bullmq-throttle bucket stripe-per-customer acme
   bullmq-throttle bucket per-account json:42
   bullmq-throttle watch orders --redis redis://10.0.0.5:6379 --prefix bull
+  bullmq-throttle stats '{orders}' --redis redis://10.0.0.5:7000 --redis redis://10.0.0.6:7000
+  bullmq-throttle throttle stripe --throttle-prefix shared
   bullmq-throttle release orders
 
 Exit status: 0 on success; 1, with one line on stderr, for an unknown queue or

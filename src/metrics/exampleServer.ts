@@ -1,5 +1,7 @@
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { clusterSeedsOf } from '../redis/clusterSeeds';
+import { ConnectionInput } from '../redis/connection';
 import { MetricsRegistry, registerThrottleMetrics } from './registerThrottleMetrics';
 
 export interface MetricsServer {
@@ -47,17 +49,27 @@ export async function serveMetrics(registry: MetricsRegistry, options: { port?: 
   };
 }
 
+/** One URL, or several: a Cluster's seeds (their password and TLS taken from the first). */
+export function connectionFromEnv(value: string): ConnectionInput {
+  const urls = value.split(',').map((url) => url.trim()).filter(Boolean);
+  if (urls.length <= 1) return urls[0] ?? value;
+  const { startupNodes, redisOptions } = clusterSeedsOf(urls);
+  return { startupNodes, clusterOptions: { redisOptions } };
+}
+
 /**
  * `tsx src/metrics/exampleServer.ts` (not published; run it from a checkout): serves the throttle metrics of
- * REDIS_URL (default redis://127.0.0.1:6379) under PREFIX (default 'bull') on PORT (default 9464), for the
+ * REDIS_URL (default redis://127.0.0.1:6379; several comma-separated URLs: the seed nodes of a Redis Cluster)
+ * under PREFIX (default 'bull') and THROTTLE_PREFIX (default PREFIX) on PORT (default 9464), for the
  * queues in QUEUES (comma-separated; default every queue with a live ThrottledWorker).
  */
 async function main(): Promise<void> {
   const { Registry: PromRegistry } = await import('prom-client');
   const registry = new PromRegistry();
   const metrics = registerThrottleMetrics(registry, {
-    connection: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    connection: connectionFromEnv(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
     prefix: process.env.PREFIX,
+    throttlePrefix: process.env.THROTTLE_PREFIX,
     queues: process.env.QUEUES ? process.env.QUEUES.split(',').map((q) => q.trim()).filter(Boolean) : undefined,
   });
   const server = await serveMetrics(registry, { port: Number(process.env.PORT ?? 9464), host: process.env.HOST ?? '0.0.0.0' });

@@ -6,12 +6,14 @@ import { readSnapshot, SnapshotSource } from './snapshot';
 
 export interface ThrottleMetricsOptions {
   /**
-   * ioredis options, a redis:// URL, an ioredis client (never closed by the metrics), or a ThrottleAdmin
-   * (never closed either; its prefix applies).
+   * ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), an ioredis Redis or Cluster
+   * client (never closed by the metrics), or a ThrottleAdmin (never closed either; its prefixes apply).
    */
   connection: ConnectionInput | ThrottleAdmin;
   /** Key prefix, as bullmq's `prefix` (default 'bull'). */
   prefix?: string;
+  /** The throttle namespace, as the workers' `throttlePrefix` (default: the prefix). */
+  throttlePrefix?: string;
   /**
    * Report only these queues and the throttles declared on them. A listed queue is reported while it has
    * jobs, even with no live ThrottledWorker; by default, the queues with a live ThrottledWorker.
@@ -74,6 +76,9 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
   if (given && options.prefix !== undefined && options.prefix !== given.keys.prefix) {
     throw new TypeError(`registerThrottleMetrics: prefix '${options.prefix}' differs from the ThrottleAdmin's '${given.keys.prefix}': give one or the other.`);
   }
+  if (given && options.throttlePrefix !== undefined && options.throttlePrefix !== given.keys.namespace) {
+    throw new TypeError(`registerThrottleMetrics: throttlePrefix '${options.throttlePrefix}' differs from the ThrottleAdmin's '${given.keys.namespace}': give one or the other.`);
+  }
   const prom = loadPromClient();
   const queues = options.queues ? [...options.queues] : undefined;
 
@@ -105,7 +110,7 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
     // Our own client, so that a Redis outage is an 'error' event we absorb rather than ioredis logging it.
     owned = openClient(options.connection as ConnectionInput, { maxRetriesPerRequest: null });
     if (owned.owned) owned.client.on('error', () => undefined);
-    admin = new ThrottleAdmin({ connection: owned.client, prefix: options.prefix });
+    admin = new ThrottleAdmin({ connection: owned.client, prefix: options.prefix, throttlePrefix: options.throttlePrefix });
   }
 
   let closing: Promise<void> | undefined;

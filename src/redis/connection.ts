@@ -1,4 +1,4 @@
-import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
+import IORedis, { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
 
@@ -16,11 +16,25 @@ export interface IORedisClient {
   disconnect(): void;
 }
 
-/** What every class takes as `connection`: ioredis options, a redis:// URL, or a client the caller owns. */
-export type ConnectionInput = RedisOptions | string | IORedisClient;
+/**
+ * A Redis Cluster to connect to: ioredis's `new Cluster(startupNodes, clusterOptions)`. Options for each
+ * node's connection (password, TLS) go in `clusterOptions.redisOptions`, as ioredis has them.
+ */
+export interface ClusterConnectionOptions {
+  /** Seed nodes (any reachable one will do): `{ host, port }`, a port, or a `redis://` URL. */
+  startupNodes: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
+/** What every class takes as `connection`: ioredis options, a redis:// URL, a Cluster's seeds, or a client the caller owns. */
+export type ConnectionInput = RedisOptions | string | ClusterConnectionOptions | IORedisClient;
 
 function isClient(input: ConnectionInput): input is IORedisClient {
   return typeof input === 'object' && input !== null && typeof (input as IORedisClient).defineCommand === 'function';
+}
+
+function isClusterOptions(input: ConnectionInput): input is ClusterConnectionOptions {
+  return typeof input === 'object' && input !== null && Array.isArray((input as ClusterConnectionOptions).startupNodes);
 }
 
 /** A client and whether we made it (and so must close it). */
@@ -29,10 +43,15 @@ export interface OwnedClient {
   owned: boolean;
 }
 
+/** `extra` is applied to the client made, or, for a Cluster, to every node's connection (`redisOptions`). */
 export function openClient(input: ConnectionInput, extra: RedisOptions = {}): OwnedClient {
   // ioredis 5 and 6 answer the commands this package sends alike: a client of either is used as ours.
   if (isClient(input)) return { client: input as unknown as RedisClient, owned: false };
-  const client = typeof input === 'string' ? new IORedis(input, extra) : new IORedis({ ...input, ...extra });
+  if (isClusterOptions(input)) {
+    const options = input.clusterOptions ?? {};
+    return { client: new Cluster(input.startupNodes, { ...options, redisOptions: { ...options.redisOptions, ...extra } }), owned: true };
+  }
+  const client = typeof input === 'string' ? new IORedis(input, extra) : new IORedis({ ...(input as RedisOptions), ...extra });
   return { client, owned: true };
 }
 

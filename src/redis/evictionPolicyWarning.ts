@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import { isClusterClient, mastersOf, nodeAddress } from './clusterNodes';
 import { RedisClient } from './connection';
 
 /** Redis servers already warned about, by host:port/db: once per process each, as bullmq warns once per connection. */
@@ -9,13 +11,28 @@ const warned = new Set<string>();
  * held jobs live only in this package's keys and counters keep the limits, so an eviction loses jobs and can
  * let a bucket exceed its limit. Logs through the logger and, as bullmq does, on the console. Reads the
  * policy with CONFIG GET, or INFO memory where the ACL denies CONFIG; says nothing when both are denied.
- * Resolves to the policy found (undefined: unknown).
+ * Both are node-local and each master of a Cluster has its own setting, so a Cluster's every master is
+ * asked, and each that may evict is named. Resolves to the policy found (on a Cluster, the first master's
+ * that is not noeviction; undefined: unknown).
  */
 export async function warnIfEvicting(client: RedisClient, logger: Logger): Promise<string | undefined> {
-  const policy = await evictionPolicy(client);
-  if (policy === undefined || policy === 'noeviction') return policy;
-  const target = targetOf(client);
-  if (warned.has(target)) return policy;
+  let nodes: RedisClient[];
+  try {
+    nodes = await mastersOf(client);
+  } catch {
+    return undefined;
+  }
+  const policies = await Promise.all(nodes.map(async (node) => ({ node, policy: await evictionPolicy(node) })));
+  for (const { node, policy } of policies) {
+    if (policy === undefined || policy === 'noeviction') continue;
+    warnOnce(isClusterClient(client) ? nodeAddress(node as Redis) : targetOf(client), policy, logger);
+  }
+  const known = policies.map((p) => p.policy).filter((p): p is string => p !== undefined);
+  return known.find((p) => p !== 'noeviction') ?? known[0];
+}
+
+function warnOnce(target: string, policy: string, logger: Logger): void {
+  if (warned.has(target)) return;
   warned.add(target);
   const message =
     `IMPORTANT! Redis at ${target} has maxmemory-policy '${policy}'. It should be "noeviction": when memory runs out Redis ` +
@@ -23,7 +40,6 @@ export async function warnIfEvicting(client: RedisClient, logger: Logger): Promi
     `lets a bucket exceed its limit. Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction); see docs/redis.md.`;
   logger.warn({ redis: target, maxmemoryPolicy: policy }, message);
   console.warn(message);
-  return policy;
 }
 
 async function evictionPolicy(client: RedisClient): Promise<string | undefined> {
