@@ -38,6 +38,12 @@ export interface ThrottleAdminOptions {
    * @default prefix
    */
   throttlePrefix?: string;
+  /**
+   * Where the workers' throttles are counted when they give ThrottledWorker a `grantor` (another Redis): the
+   * registry, counters and bucket indexes are read there, each queue's own keys on `connection`.
+   * @default the connection
+   */
+  grantor?: { connection: ConnectionInput };
 }
 
 /**
@@ -48,17 +54,26 @@ export interface ThrottleAdminOptions {
 export class ThrottleAdmin {
   readonly keys: ThrottleKeys;
   private readonly connection: OwnedClient;
+  private readonly grantorConnection?: OwnedClient;
   private readonly queues = new Map<string, Queue>();
   private scriptRunner?: ScriptRunner;
+  private namespaceScriptRunner?: ScriptRunner;
 
   constructor(options: ThrottleAdminOptions) {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connection = openClient(options.connection, { maxRetriesPerRequest: null });
+    if (options.grantor) this.grantorConnection = openClient(options.grantor.connection, { maxRetriesPerRequest: null });
   }
 
+  /** The queues' Redis. */
   private get client(): RedisClient {
     return this.connection.client;
+  }
+
+  /** The throttle namespace's Redis: the registry, the counters, the bucket indexes. */
+  private get ns(): RedisClient {
+    return this.grantorConnection?.client ?? this.connection.client;
   }
 
   private get runner(): ScriptRunner {
@@ -66,20 +81,26 @@ export class ThrottleAdmin {
     return this.scriptRunner;
   }
 
+  private get nsRunner(): ScriptRunner {
+    if (!this.grantorConnection) return this.runner;
+    this.namespaceScriptRunner ??= new ScriptRunner(this.grantorConnection.client);
+    return this.namespaceScriptRunner;
+  }
+
   /**
    * Redis time (ms) on the node that holds `key`, to compare with times written to keys of its slot: in a
    * Cluster, the namespace's node for the registry and the throttles' counters, the queue's for its own keys.
    */
   private nowMs(key: string = this.keys.registryAlive): Promise<number> {
-    return redisTimeMs(this.client, key, this.runner);
+    return key === this.keys.registryAlive ? redisTimeMs(this.ns, key, this.nsRunner) : redisTimeMs(this.client, key, this.runner);
   }
 
   /** Every live ThrottledWorker's declarations (entries whose worker stopped refreshing them are left out). */
   async liveEntries(nowMs?: number): Promise<RegistryEntry[]> {
     const now = nowMs ?? (await this.nowMs());
     const [alive, raw] = await Promise.all([
-      this.client.zrangebyscore(this.keys.registryAlive, `(${now}`, '+inf'),
-      this.client.hgetall(this.keys.registryDeclarations),
+      this.ns.zrangebyscore(this.keys.registryAlive, `(${now}`, '+inf'),
+      this.ns.hgetall(this.keys.registryDeclarations),
     ]);
     const live = new Set(alive);
     const entries: RegistryEntry[] = [];
@@ -212,10 +233,10 @@ export class ThrottleAdmin {
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const k = this.keys.throttleIndexes(name);
     const [activeBuckets, bucketsAtLimit, totals, recoveryHold] = await Promise.all([
-      this.client.zcount(k.active, `(${now}`, '+inf'),
-      this.client.zcount(k.full, `(${now}`, '+inf'),
+      this.ns.zcount(k.active, `(${now}`, '+inf'),
+      this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
-      readRecoveryHold(this.client, this.keys.grantorRecord, throttle.limits, now),
+      readRecoveryHold(this.ns, this.keys.grantorRecord, throttle.limits, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -230,7 +251,7 @@ export class ThrottleAdmin {
       let delivered = 0;
       if (!throttle.keyParts) {
         // One bucket: its counter says exactly what is counted in the window.
-        delivered = readCounter(await this.client.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
+        delivered = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
       } else {
         // Each queue numbered its slots on its own node's clock.
         for (const queue of totals.recent) {
@@ -273,7 +294,7 @@ export class ThrottleAdmin {
       bucket = encodeBucket(key, name);
     }
     const limits = await Promise.all(throttle.limits.map(async (limit) => {
-      const reading = readCounter(await this.client.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
+      const reading = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
       return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
     }));
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
@@ -311,5 +332,6 @@ export class ThrottleAdmin {
   async close(): Promise<void> {
     for (const queue of this.queues.values()) await queue.close().catch(() => undefined);
     await closeClient(this.connection);
+    if (this.grantorConnection) await closeClient(this.grantorConnection);
   }
 }

@@ -16,7 +16,7 @@ export interface CliSession {
   close(): Promise<void>;
 }
 
-export type SessionOptions = Pick<GlobalOptions, 'prefix' | 'throttlePrefix' | 'cluster'> & { redis: string[] | string };
+export type SessionOptions = Pick<GlobalOptions, 'prefix' | 'throttlePrefix' | 'cluster' | 'grantorRedis'> & { redis: string[] | string };
 
 /** Fail fast: no retries, a 2 s connect timeout, so that a Redis that is down is one error at once rather than a hang. */
 const FAIL_FAST: RedisOptions = { maxRetriesPerRequest: 1, connectTimeout: 2000 };
@@ -104,7 +104,10 @@ export async function openSession(options: SessionOptions): Promise<CliSession> 
       client = standalone.client;
     }
   }
-  const admin = new ThrottleAdmin({ connection: client, prefix: options.prefix, throttlePrefix: options.throttlePrefix });
+  const admin = new ThrottleAdmin({
+    connection: client, prefix: options.prefix, throttlePrefix: options.throttlePrefix,
+    ...(options.grantorRedis ? { grantor: { connection: options.grantorRedis } } : {}),
+  });
   let closed = false;
   return {
     admin,

@@ -9,6 +9,8 @@ export interface GlobalOptions {
   prefix: string;
   /** The throttle namespace, as the workers' throttlePrefix; undefined: the prefix. */
   throttlePrefix?: string;
+  /** The Redis of the workers' grantor option, when their throttles are counted apart from the queues. */
+  grantorRedis?: string;
   json: boolean;
 }
 

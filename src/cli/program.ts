@@ -36,6 +36,7 @@ export function buildProgram(io: ProgramIo = {}): Command {
     .option('--cluster', 'connect as a Redis Cluster client (found out by itself when --redis is a cluster node, or when several are given)')
     .addOption(new Option('--prefix <prefix>', "the key prefix, as bullmq's prefix option").default('bull'))
     .option('--throttle-prefix <prefix>', "the throttle namespace, as the workers' throttlePrefix option (default: the prefix)")
+    .option('--grantor-redis <url>', "the Redis of the workers' grantor option, when their throttles are counted on a Redis of their own")
     .option('--json', 'print the raw object as JSON instead of a table (watch: one JSON line per refresh)')
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({

@@ -14,6 +14,8 @@ export interface ThrottleMetricsOptions {
   prefix?: string;
   /** The throttle namespace, as the workers' `throttlePrefix` (default: the prefix). */
   throttlePrefix?: string;
+  /** The workers' `grantor`, when they keep their throttles on another Redis (see ThrottleAdmin's option). */
+  grantor?: { connection: ConnectionInput };
   /**
    * Report only these queues and the throttles declared on them. A listed queue is reported while it has
    * jobs, even with no live ThrottledWorker; by default, the queues with a live ThrottledWorker.
@@ -110,7 +112,7 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
     // Our own client, so that a Redis outage is an 'error' event we absorb rather than ioredis logging it.
     owned = openClient(options.connection as ConnectionInput, { maxRetriesPerRequest: null });
     if (owned.owned) owned.client.on('error', () => undefined);
-    admin = new ThrottleAdmin({ connection: owned.client, prefix: options.prefix, throttlePrefix: options.throttlePrefix });
+    admin = new ThrottleAdmin({ connection: owned.client, prefix: options.prefix, throttlePrefix: options.throttlePrefix, grantor: options.grantor });
   }
 
   let closing: Promise<void> | undefined;

@@ -78,7 +78,7 @@ describe('leased delivery rules', () => {
     const spent = await takeLeasedJobs(runner, { ...call, tokens: ['t4'] }, 0, [deposit(await nowUs(), 'fresh')], node);
     expect(spent.reply.jobs).toHaveLength(1);
 
-    const admin = new ThrottleAdmin({ connection: connectionFor(), prefix });
+    const admin = new ThrottleAdmin({ connection: connectionFor(), prefix, grantor: { connection: connectionFor(grantorServer.url) } });
     closers.push(() => admin.close());
     expect((await admin.throttleStats('api')).tokensExpired).toBe(3);
   });
