@@ -10,7 +10,12 @@
     ARGV[2]         K, the number of counters
     ARGV[3..2K+2]   for counter i: max N (ARGV[2i+1]) and window W in ms (ARGV[2i+2])
     ARGV[2K+3]      D, the number of deliveries; then for each: c, followed by c counter indices (1-based)
+    then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
     (test builds read one more trailing ARGV, a clock offset in ms)
+
+  After a restart or promotion of this node (includes/nodeIdentity), the counters may lack grants counted
+  just before: every limit then holds for its window (and h and a margin), or only for h and a margin when
+  Redis keeps acknowledged writes (includes/recoveryHold, includes/grantorRecovery).
 
   Output:
     { nowUs, r_1, ..., r_D }: nowUs is the Redis time of the grant; r_d is 0 when delivery d was granted,
@@ -19,18 +24,51 @@
 local rcall = redis.call
 
 --- @include "includes/nowUs"
+--- @include "includes/intArg"
+--- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
+--- @include "includes/nodeIdentity"
+--- @include "includes/recoveryHold"
+--- @include "includes/grantorRecovery"
 
 local now = nowUs()
 local leaseMs = tonumber(ARGV[1])
 local counterCount = tonumber(ARGV[2])
+
+-- Past the deliveries: the namespace, for the node identity check and any hold it began.
+local at = 2 * counterCount + 3
+local tail = at + 1
+for _ = 1, tonumber(ARGV[at]) do tail = tail + tonumber(ARGV[tail]) + 1 end
+local throttlePrefix, durable = ARGV[tail], ARGV[tail + 1] == '1'
+local heldUntilMs, windowHold = 0, false
+if counterCount > 0 then
+  local nowMs = math.floor(now / 1000)
+  noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, true)
+  local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs')
+  if fields[1] then heldUntilMs = tonumber(fields[1]) + (tonumber(fields[3]) or 0) end
+  windowHold = fields[2] == 'window'
+end
+
 local counters = {}
 for i = 1, counterCount do
-  counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), tonumber(ARGV[2 * i + 2]), now)
+  local windowMs = tonumber(ARGV[2 * i + 2])
+  counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), windowMs, now)
+  -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
+  local untilMs = heldUntilMs + (windowHold and windowMs or 0)
+  if untilMs * 1000 > now then counters[i].heldUntilUs = untilMs * 1000 end
+end
+
+local function roomFor(counter)
+  if counter.heldUntilUs then return false end
+  return hasRoom(counter)
+end
+
+local function roomAt(counter)
+  if counter.heldUntilUs then return counter.heldUntilUs end
+  return roomAtUs(counter)
 end
 
 local reply = { now }
-local at = 2 * counterCount + 3
 local deliveries = tonumber(ARGV[at])
 at = at + 1
 for d = 1, deliveries do
@@ -38,7 +76,7 @@ for d = 1, deliveries do
   local fits = true
   for j = 1, c do
     local counter = counters[tonumber(ARGV[at + j])]
-    if not hasRoom(counter) then fits = false end
+    if not roomFor(counter) then fits = false end
   end
   if fits then
     for j = 1, c do
@@ -50,7 +88,7 @@ for d = 1, deliveries do
     local retryUs = now
     for j = 1, c do
       local counter = counters[tonumber(ARGV[at + j])]
-      local roomUs = roomAtUs(counter)
+      local roomUs = roomAt(counter)
       if roomUs > retryUs then retryUs = roomUs end
     end
     reply[d + 1] = math.ceil(retryUs / 1000)

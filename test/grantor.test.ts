@@ -128,12 +128,14 @@ describe('Grantor', () => {
   });
 
   it('an idle bucket holds no Redis key', async () => {
+    // Beside the buckets, the namespace keeps one record of the Redis node that counts it (its identity).
+    const bucketKeys = async () => (await keysUnder(redis, prefix)).filter((key) => !key.includes('::grantor'));
     await grantor.grant([[{ throttle: stripe }, { throttle: perCustomer, key: ['acme'] }]]);
-    expect((await keysUnder(redis, prefix)).length).toBe(2);
+    expect((await bucketKeys()).length).toBe(2);
     // Keys expire on the real Redis clock (the steered clock only moves the scripts) at most W / 4 after
     // their last token is released (EXPIRY_SLACK in windowCounter.lua), plus a slot: wait for real.
     await new Promise((r) => setTimeout(r, 1000 + 250 + 5 + 50));
-    expect(await keysUnder(redis, prefix)).toEqual([]);
+    expect(await bucketKeys()).toEqual([]);
   });
 
   it('leaseMs counts each grant against W + h', async () => {

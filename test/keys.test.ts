@@ -101,7 +101,8 @@ describe('key values against a real Redis', () => {
     expect(first.every((r) => r.granted)).toBe(true);
     const second = await grantor.grant(values.map((value) => [{ throttle: perCustomer, key: [value] }]));
     expect(second.every((r) => !r.granted)).toBe(true);
-    const keys = await keysUnder(redis, prefix);
+    // One counter per value, beside the record of the Redis node that counts the namespace.
+    const keys = (await keysUnder(redis, prefix)).filter((key) => !key.includes('::grantor'));
     expect(keys).toHaveLength(values.length);
     const slots = new Set(keys.map((key) => calculateSlot(key)));
     expect(slots.size).toBe(1);

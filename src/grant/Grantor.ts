@@ -25,6 +25,12 @@ export interface GrantorOptions {
    */
   throttlePrefix?: string;
   /**
+   * Redis never loses a write it acknowledged: after it restarts or a replica takes over, limits resume after
+   * leaseMs and a 100 ms margin rather than after their window (see ThrottledWorker's option).
+   * @default false
+   */
+  durableRedis?: boolean;
+  /**
    * h: how long a granted token may still be spent after it was asked for. Each grant then counts against
    * windows of W + h, so that tokens spent up to h late still never exceed N in any window of W. Default 0.
    */
@@ -56,6 +62,7 @@ export interface GrantBatch {
 export class Grantor {
   readonly keys: ThrottleKeys;
   readonly leaseMs: number;
+  private readonly durableRedis: boolean;
   private readonly connection: OwnedClient;
   private readonly runner: ScriptRunner;
 
@@ -65,6 +72,7 @@ export class Grantor {
       throw new InvalidGrantError(`Grantor: leaseMs ${String(options.leaseMs)} must be a whole number of milliseconds, 0 or more.`);
     }
     this.leaseMs = leaseMs;
+    this.durableRedis = options.durableRedis ?? false;
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     this.keys = new ThrottleKeys(prefix, options.throttlePrefix ?? prefix);
     assertNamespaceUsable('Grantor', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
@@ -113,7 +121,7 @@ export class Grantor {
       records.push(record);
     }
     const reply = (await this.runner.run('grantDeliveries', keys, [
-      this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs,
+      this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs, this.keys.throttlePrefix, this.durableRedis ? '1' : '',
     ])) as number[];
     const nowUs = Number(reply[0]);
     const grantedAt = Math.floor(nowUs / 1000);
