@@ -5,11 +5,10 @@ import type { Logger } from 'pino';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
-import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { declarationData, DeclarationRegistry } from './declarationRegistry';
+import { closeClient, ConnectionInput, OwnedClient, RedisClient } from '../redis/connection';
+import { declarationData } from './declarationRegistry';
 import { AttributesFunction, JobClassifier } from './jobClassifier';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { effectiveThrottle, entriesOfQueue, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
+import { QueueConfig } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 import { MarkerWakeTimer } from './markerWakeTimer';
@@ -17,14 +16,10 @@ import { PendingRequest, RequestBatcher } from './requestBatcher';
 import { ParkedRequests } from './parkedRequests';
 import { nextLookLocalMs, TakeReply } from '../delivery/takeNextJobs';
 import { Delivery } from '../delivery/Delivery';
-import { ExactDelivery } from '../delivery/ExactDelivery';
-import { LeasedDelivery } from '../delivery/leased/LeasedDelivery';
-import { deliveryMode } from '../delivery/deliveryMode';
-import { InvalidOptionError } from '../errors/InvalidOptionError';
-import { DEFAULT_LEASE_MS } from '../options/defaults';
+import { createDelivery } from '../delivery/createDelivery';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobPlacer } from './heldJobPlacer';
-import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
+import { DeclarationLifecycle } from './DeclarationLifecycle';
 import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
 import { HeldJobRelease } from './heldJobRelease';
 import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
@@ -84,8 +79,7 @@ export class ThrottleGate implements Gate {
   private workerClient?: RedisClient;
   private leaseMs = 0;
   private completer?: JobCompleter;
-  private registry?: DeclarationRegistry;
-  private config?: QueueConfig;
+  private readonly lifecycle: DeclarationLifecycle;
   private readonly placer: HeldJobPlacer;
   private detector?: PlainWorkerDetector;
   private heartbeat?: NodeJS.Timeout;
@@ -94,8 +88,6 @@ export class ThrottleGate implements Gate {
   private lockDuration = 30_000;
   /** The worker's bullmq `limiter` option: the delivery script applies it as bullmq's moveToActive does. */
   private limiter?: { max: number; duration: number };
-  /** The registry as last read: the plain-worker check compares against it. */
-  private liveEntries: RegistryEntry[] = [];
   private readonly failures: GateFailures;
   private failedStart?: Error;
   private readonly namespaceCheck: NamespaceCheck;
@@ -106,6 +98,11 @@ export class ThrottleGate implements Gate {
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
     this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
+    this.lifecycle = new DeclarationLifecycle({
+      queue: options.queue, prefix: options.prefix, throttles: options.throttles, declarationTtlMs: options.declarationTtlMs,
+      logger: options.logger, workerId: this.workerId, keys: this.keys, queueKeys: this.queueKeys,
+      markerKey: () => this.backend!.keys.marker, closed: () => this.closed, onGenerationChange: () => this.reclaimInBackground(),
+    });
     this.namespaceCheck = new NamespaceCheck(options.namespace, options.throttles.map((t) => t.name), options.declarationTtlMs, options.logger, { queue: options.queue });
     this.placer = new HeldJobPlacer({
       queue: options.queue,
@@ -114,8 +111,8 @@ export class ThrottleGate implements Gate {
       runner: () => this.runner!,
       bullmqKeys: () => this.backend!.keys,
       client: async () => (await this.backend!.client) as unknown as RedisClient,
-      config: () => this.config,
-      refreshConfig: () => this.refreshConfig(false),
+      config: () => this.lifecycle.config,
+      refreshConfig: () => this.lifecycle.refresh(false),
       closed: () => this.closed,
       report: (what, error) => this.failures.report(what, error),
       warn: (fields, message) => options.logger.warn(fields, message),
@@ -135,7 +132,7 @@ export class ThrottleGate implements Gate {
   }
 
   get currentConfig(): QueueConfig | undefined {
-    return this.config;
+    return this.lifecycle.config;
   }
 
   /**
@@ -221,13 +218,13 @@ export class ThrottleGate implements Gate {
         const client = await clientOrRefusal(backend);
         this.runner ??= new ScriptRunner(client, this.options.scripts);
         this.workerClient = client;
-        this.delivery ??= this.chooseDelivery(client);
-        this.registry ??= new DeclarationRegistry(this.namespaceRunner!, this.keys, {
+        if (!this.delivery) this.adoptDelivery(client);
+        this.lifecycle.open(this.runner, this.namespaceRunner!, {
           workerId: this.workerId, queue, prefix: this.options.prefix, declarations: this.options.throttles.map(declarationData), attributes: Boolean(this.options.attributes),
-          delivery: this.delivery.mode, declarationTtlMs, leaseMs: this.leaseMs,
-        }, declarationTtlMs);
+          delivery: this.delivery!.mode, declarationTtlMs, leaseMs: this.leaseMs,
+        });
         this.detector ??= new PlainWorkerDetector(client, this.options.prefix, queue, logger, declarationTtlMs);
-        await this.refreshConfig(true);
+        await this.lifecycle.refresh(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
         await this.namespaceCheck.check(this.namespaceRunner!);
         logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
@@ -238,7 +235,7 @@ export class ThrottleGate implements Gate {
       } catch (error) {
         const failure = await this.failures.atStart(error);
         if (failure) {
-          await this.registry?.withdraw().catch(() => undefined);
+          await this.lifecycle.abandon();
           this.closed = true;
           this.failedStart = failure;
           return this.rejectReady(failure);
@@ -260,62 +257,16 @@ export class ThrottleGate implements Gate {
 
   private async beat(): Promise<void> {
     try {
-      await this.refreshConfig(false);
-      if (!this.closed) await this.heldRelease.release(this.runner!, this.registry!.takeLapsedQueues());
+      await this.lifecycle.refresh(false);
+      if (!this.closed) await this.heldRelease.release(this.runner!, this.lifecycle.takeLapsedQueues());
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
-      await this.detector?.check(this.liveEntries);
+      await this.detector?.check(this.lifecycle.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
-      await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.config?.throttles ?? []);
+      await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
     }
-  }
-
-  /** Re-reads the live declarations, publishes what they add up to, and reclassifies on a change. */
-  private async refreshConfig(starting: boolean): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      if (!this.registry || this.closed) return;
-      const { entries, lapsed, version } = await this.registry.refresh();
-      if (lapsed.length > 0) {
-        this.options.logger.warn({ queue: this.options.queue, workers: lapsed }, 'declarations of workers that stopped refreshing them lapsed');
-      }
-      let config: QueueConfig;
-      try {
-        config = queueConfigFrom(entries, this.options.queue, this.options.prefix);
-      } catch (error) {
-        if (starting) throw error;
-        // Somebody else's conflicting declaration: it fails its own start; keep enforcing what we had.
-        this.options.logger.error({ queue: this.options.queue, err: error }, 'conflicting throttle declarations seen');
-        return;
-      }
-      // Refused even after a fresh read: the registry's version went back (its keys were lost), so publish.
-      const published = await this.publish(config, version, attempt >= 2);
-      // Refused: the registry changed since this read (another worker registered); read it again.
-      if (published === 'stale') continue;
-      this.adopt(config, entries, published === 'changed', starting);
-      return;
-    }
-  }
-
-  private adopt(config: QueueConfig, entries: RegistryEntry[], changed: boolean, starting: boolean): void {
-    this.liveEntries = entries;
-    const previous = this.config;
-    this.config = config;
-    if (changed || (previous && previous.gen !== config.gen)) {
-      this.options.logger.info(
-        { queue: this.options.queue, gen: config.gen, throttles: config.throttles.map((t) => ({ name: t.name, limits: t.limits, missing: t.missing })) },
-        'effective throttles changed',
-      );
-    }
-    if (!starting && previous && previous.gen !== config.gen) this.reclaimInBackground();
-  }
-
-  private publish(config: QueueConfig | undefined, version: number, force = false, throttles: readonly EffectiveThrottle[] = config?.throttles ?? [], leaving = false): Promise<PublishOutcome> {
-    return publishQueueConfig({ queue: this.runner!, throttles: this.namespaceRunner!, keys: this.keys, queueKeys: this.queueKeys, markerKey: this.backend!.keys.marker }, {
-      config, version, force, throttles, stateTtlMs: this.options.declarationTtlMs * 3,
-      worker: { id: this.workerId, ttlMs: leaving ? 0 : this.options.declarationTtlMs },
-    });
   }
 
   /**
@@ -374,7 +325,7 @@ export class ThrottleGate implements Gate {
         if (reply.stale > 0) this.reclaimInBackground();
         if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
         // Another worker published a new generation (a throttle came or went): catch up and reclassify.
-        if (this.config && reply.gen !== this.config.gen) this.refreshInBackground();
+        if (this.lifecycle.config && reply.gen !== this.lifecycle.config.gen) this.refreshInBackground();
         const served = pending.slice(0, reply.jobs.length);
         reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
         pending = pending.slice(reply.jobs.length);
@@ -449,47 +400,28 @@ export class ThrottleGate implements Gate {
   }
 
   private takeNext(tokens: string[], name: string): Promise<TakeReply> {
-    return this.delivery!.take({ tokens, name, gen: this.config?.gen ?? '' });
+    return this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
   }
 
-  /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/deliveryMode.ts). */
-  private chooseDelivery(client: RedisClient): Delivery {
-    const { grantor, logger, queue } = this.options;
-    if (grantor) {
-      this.grantorConnection = openClient(grantor.connection, { maxRetriesPerRequest: null });
-      this.namespaceRunner = new ScriptRunner(this.grantorConnection.client, this.options.scripts);
-    } else {
-      this.namespaceRunner = this.runner;
-    }
-    const mode = deliveryMode(client, Boolean(grantor), this.keys, this.queueKeys);
-    this.leaseMs = this.options.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : 0);
-    if (mode === 'leased' && this.leaseMs <= 0) {
-      throw new InvalidOptionError(
-        `ThrottledWorker('${queue}'): leaseMs ${this.leaseMs} cannot lease tokens, and this queue's throttles are counted in another `
-        + `${grantor ? 'Redis (the grantor option)' : 'Redis Cluster slot'}: leave leaseMs out (${DEFAULT_LEASE_MS} ms) or give it more than 0.`,
-      );
-    }
-    logger.info({ queue, delivery: mode, leaseMs: this.leaseMs }, `${mode} delivery`);
-    const context = () => ({
-      bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
-      lockDuration: this.lockDuration, leaseMs: this.leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
-    });
-    if (mode === 'exact') return new ExactDelivery(() => this.runner!, context);
-    return new LeasedDelivery({
-      queue: () => this.runner!,
-      grantor: () => ({ runner: this.namespaceRunner!, slotKey: this.keys.registryVersion, throttlePrefix: this.keys.throttlePrefix }),
-      call: context,
-      leaseMs: this.leaseMs,
-      durableRedis: this.options.durableRedis ?? false,
-      queueId: `${this.options.prefix}:${queue}`,
-      throttles: () => (this.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
-      workerId: this.workerId,
-      workersKey: this.queueKeys.workers,
-      queueBase: this.queueKeys.base,
+  /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */
+  private adoptDelivery(client: RedisClient): void {
+    const chosen = createDelivery({
+      queue: this.options.queue, prefix: this.options.prefix, workerId: this.workerId, keys: this.keys, queueKeys: this.queueKeys,
+      logger: this.options.logger, scripts: this.options.scripts, leaseMs: this.options.leaseMs, durableRedis: this.options.durableRedis ?? false,
+      grantor: this.options.grantor, client, runner: () => this.runner!,
+      call: (leaseMs) => ({
+        bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
+        lockDuration: this.lockDuration, leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
+      }),
+      throttles: () => (this.lifecycle.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
       concurrency: this.options.concurrency,
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
     });
+    this.delivery = chosen.delivery;
+    this.leaseMs = chosen.leaseMs;
+    this.namespaceRunner = chosen.namespaceRunner;
+    this.grantorConnection = chosen.grantorConnection;
   }
 
   /** The connection that reaches the namespace's slot (the grantor option's, or the worker's own). */
@@ -547,7 +479,7 @@ export class ThrottleGate implements Gate {
     this.releaseWaiting();
     await this.placer.settled();
     await this.refreshing;
-    if (!this.registry || !this.backend) return async () => undefined;
+    if (!this.lifecycle.opened || !this.backend) return async () => undefined;
     let spare: RedisClient;
     try {
       spare = ((await this.backend.client) as unknown as { duplicate(): RedisClient }).duplicate();
@@ -564,19 +496,10 @@ export class ThrottleGate implements Gate {
     try {
       this.runner = new ScriptRunner(spare, this.options.scripts);
       if (!this.grantorConnection) this.namespaceRunner = this.runner;
-      const registry = new DeclarationRegistry(this.namespaceRunner!, this.keys, this.registry!.entry, this.options.declarationTtlMs);
-      const { entries: remaining, version } = await registry.withdraw();
-      const config = entriesOfQueue(remaining, this.options.queue, this.options.prefix).length > 0 ? queueConfigFrom(remaining, this.options.queue, this.options.prefix) : undefined;
-      // Throttles this worker shared with other queues: their limits now come from the declarations left.
-      const others = this.options.throttles
-        .map((t) => t.name)
-        .filter((name) => !config?.throttles.some((t) => t.name === name))
-        .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
-        .map((name) => effectiveThrottle(remaining, name));
-      await this.publish(config, version, false, [...(config?.throttles ?? []), ...others], true);
+      const { lastOfQueue, lapsedQueues } = await this.lifecycle.withdraw(this.runner, this.namespaceRunner!);
       await this.delivery?.stop({ queue: this.runner, grantor: this.namespaceRunner! });
       // The last worker declaring throttles on the queue: its held jobs go back to bullmq's lists before close() resolves.
-      await this.heldRelease.release(this.runner, [...(config ? [] : [this.options.queue]), ...this.registry!.takeLapsedQueues(), ...registry.takeLapsedQueues()]);
+      await this.heldRelease.release(this.runner, [...(lastOfQueue ? [this.options.queue] : []), ...lapsedQueues]);
     } catch (error) {
       this.options.logger.warn({ queue: this.options.queue, err: error }, 'could not withdraw throttle declarations; they lapse on their own');
     } finally {

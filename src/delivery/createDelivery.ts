@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
+import { LuaScript, ScriptRunner } from '../lua/scripts';
+import { DEFAULT_LEASE_MS } from '../options/defaults';
+import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
+import { Delivery } from './Delivery';
+import { deliveryMode } from './deliveryMode';
+import { DeliveryContext, ExactDelivery } from './ExactDelivery';
+import { LeasedDelivery } from './leased/LeasedDelivery';
+
+/** What choosing and building a worker's delivery needs. */
+export interface DeliverySetup {
+  readonly queue: string;
+  readonly prefix: string;
+  readonly workerId: string;
+  readonly keys: ThrottleKeys;
+  readonly queueKeys: QueueThrottleKeys;
+  readonly logger: Logger;
+  readonly scripts?: Map<string, LuaScript>;
+  readonly leaseMs?: number;
+  readonly durableRedis: boolean;
+  readonly grantor?: { connection: ConnectionInput };
+  /** The worker's connection and a runner on it. */
+  readonly client: RedisClient;
+  readonly runner: () => ScriptRunner;
+  /** The rest of each delivery call (bullmq's keys, lock duration, limiter), given the lease chosen here. */
+  readonly call: (leaseMs: number) => ReturnType<DeliveryContext>;
+  /** Encoded names of the throttles the queue declares now. */
+  readonly throttles: () => string[];
+  readonly concurrency: () => number;
+  readonly onTokens: () => void;
+  readonly report: (what: string, error: unknown) => void;
+}
+
+export interface ChosenDelivery {
+  delivery: Delivery;
+  leaseMs: number;
+  /** Runs in the namespace's slot: the worker's own connection, or the grantor option's. */
+  namespaceRunner: ScriptRunner;
+  /** The grantor option's connection, which the worker owns and closes. */
+  grantorConnection?: OwnedClient;
+}
+
+/** Exact where the queue's keys and its throttles' share a slot, leased otherwise (deliveryMode.ts). */
+export function createDelivery(setup: DeliverySetup): ChosenDelivery {
+  const { grantor, logger, queue, keys, queueKeys } = setup;
+  const grantorConnection = grantor ? openClient(grantor.connection, { maxRetriesPerRequest: null }) : undefined;
+  const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner();
+  const mode = deliveryMode(setup.client, Boolean(grantor), keys, queueKeys);
+  const leaseMs = setup.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : 0);
+  if (mode === 'leased' && leaseMs <= 0) {
+    throw new InvalidOptionError(
+      `ThrottledWorker('${queue}'): leaseMs ${leaseMs} cannot lease tokens, and this queue's throttles are counted in another `
+      + `${grantor ? 'Redis (the grantor option)' : 'Redis Cluster slot'}: leave leaseMs out (${DEFAULT_LEASE_MS} ms) or give it more than 0.`,
+    );
+  }
+  logger.info({ queue, delivery: mode, leaseMs }, `${mode} delivery`);
+  const call = () => setup.call(leaseMs);
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call) : new LeasedDelivery({
+    queue: setup.runner,
+    grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix }),
+    call,
+    leaseMs,
+    durableRedis: setup.durableRedis,
+    queueId: `${setup.prefix}:${queue}`,
+    throttles: setup.throttles,
+    workerId: setup.workerId,
+    workersKey: queueKeys.workers,
+    queueBase: queueKeys.base,
+    concurrency: setup.concurrency,
+    onTokens: setup.onTokens,
+    report: setup.report,
+  });
+  return { delivery, leaseMs, namespaceRunner, grantorConnection };
+}
