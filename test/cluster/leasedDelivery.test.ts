@@ -1,30 +1,18 @@
 import { Job, Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
 import { Grantor, Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
-import { newClusterClient } from '../support/clusterClient';
-import { RedisCluster, startRedisCluster } from '../support/redisCluster';
+import { useRedisCluster } from '../support/clusterSuite';
 import { capturingLogger, waitFor } from '../support/bullmq';
 import { uniquePrefix } from '../support/redis';
 
 // ThrottledWorkers on a real 3-master, 3-replica Redis Cluster: queues on slots of their own lease tokens
 // from their namespace's grantor; a queue in the grantor's slot delivers exactly, with no lease.
-let cluster: RedisCluster;
-let client: Cluster;
+const suite = useRedisCluster();
 const closers: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  cluster = await startRedisCluster();
-  client = newClusterClient(cluster.seeds);
-}, 120_000);
 
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-afterAll(async () => {
-  await client?.quit().catch(() => client.disconnect());
-  await cluster?.stop();
-});
 
 function track<T extends { close(): Promise<unknown> }>(thing: T): T {
   closers.push(() => thing.close());
@@ -36,11 +24,11 @@ interface Start { at: number; queue: string; customer: string; id: string }
 async function runQueues(prefix: string, queues: string[], jobsEach: number, throttles: Throttle[], extra: { logger?: ReturnType<typeof capturingLogger>['logger'] } = {}): Promise<Start[]> {
   const starts: Start[] = [];
   for (const name of queues) {
-    const queue = track(new Queue(name, { connection: client, prefix }));
+    const queue = track(new Queue(name, { connection: suite.client, prefix }));
     await queue.addBulk(Array.from({ length: jobsEach }, (_, i) => ({ name: 'pay', data: { customer: ['acme', 'globex', 'initech'][i % 3] } })));
     const worker = track(new ThrottledWorker(name, async (job: Job) => {
       starts.push({ at: job.processedOn!, queue: name, customer: job.data.customer, id: `${name}/${job.id}` });
-    }, { connection: client, prefix, concurrency: 5, throttles, logger: extra.logger }));
+    }, { connection: suite.client, prefix, concurrency: 5, throttles, logger: extra.logger }));
     worker.on('error', () => undefined);
   }
   await waitFor(() => starts.length === queues.length * jobsEach, 60_000, 'every job delivered');
@@ -50,8 +38,8 @@ async function runQueues(prefix: string, queues: string[], jobsEach: number, thr
 test('two queues on different slots share one throttle and a keyed one: within both limits, each job once', async () => {
   const prefix = uniquePrefix('cl');
   const keys = new ThrottleKeys(prefix);
-  const slotsOf = await Promise.all(['{orders}', '{refunds}'].map(async (q) => (await cluster.masterOfKey(keys.queue(q).state)).port));
-  const grantorPort = (await cluster.masterOfKey(keys.registryVersion)).port;
+  const slotsOf = await Promise.all(['{orders}', '{refunds}'].map(async (q) => (await suite.cluster.masterOfKey(keys.queue(q).state)).port));
+  const grantorPort = (await suite.cluster.masterOfKey(keys.registryVersion)).port;
   process.stderr.write(`queues on nodes ${slotsOf.join(', ')}; grantor on ${grantorPort}\n`);
   const { logger, lines } = capturingLogger();
   const stripe = Throttle.named('stripe').limit(12, '1s');
@@ -63,7 +51,7 @@ test('two queues on different slots share one throttle and a keyed one: within b
   for (const customer of ['acme', 'globex', 'initech']) {
     expect(mostInAnyWindow(starts.filter((s) => s.customer === customer).map((s) => s.at), 1000)).toBeLessThanOrEqual(5);
   }
-  const admin = new ThrottleAdmin({ connection: client, prefix });
+  const admin = new ThrottleAdmin({ connection: suite.client, prefix });
   try {
     const stats = await admin.throttleStats('stripe');
     expect(stats.queues).toEqual(['{orders}', '{refunds}']);
@@ -81,7 +69,7 @@ test("a queue in the namespace's slot delivers exactly, with no lease", async ()
 }, 60_000);
 
 test('Grantor grants and returns one delivery drawing from two throttles', async () => {
-  const grantor = track(new Grantor({ connection: client, prefix: uniquePrefix('gr') }));
+  const grantor = track(new Grantor({ connection: suite.client, prefix: uniquePrefix('gr') }));
   const a = Throttle.named('a').limit(2, '1m');
   const b = Throttle.named('b').key([Key.data('k')]).limit(1, '1m');
   const [first, second] = await grantor.grant([[{ throttle: a }, { throttle: b, key: ['x'] }], [{ throttle: a }, { throttle: b, key: ['x'] }]]);
