@@ -236,7 +236,7 @@ export class ThrottleAdmin {
       this.ns.zcount(k.active, `(${now}`, '+inf'),
       this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
-      readRecoveryHold(this.ns, this.keys.grantorRecord, throttle.limits, now),
+      readRecoveryHold(this.ns, this.keys.grantorRecord, name, throttle.limits, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])

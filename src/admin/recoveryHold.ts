@@ -1,4 +1,5 @@
 import { Limit } from '../declarations/Limit';
+import { encodeSegment } from '../keys/keyEncoding';
 import { RedisClient } from '../redis/connection';
 
 /** A throttle held after the Redis node counting it restarted or was promoted (lua/includes/recoveryHold.lua). */
@@ -9,11 +10,19 @@ export interface RecoveryHold {
   kind: 'window' | 'lease';
 }
 
-/** The hold in force on a throttle with these limits at `now`, as the delivery scripts work it out; null when none. */
-export async function readRecoveryHold(client: RedisClient, grantorRecord: string, limits: readonly Limit[], now: number): Promise<RecoveryHold | null> {
-  const [from, hold, holdMs] = await client.hmget(grantorRecord, 'holdFrom', 'hold', 'holdMs');
+/**
+ * The hold in force on the throttle `name` with these limits at `now`, as the delivery scripts work it out
+ * (lua/includes/recoveryHold.lua): the namespace's hold, or the throttle's own (a queue that could not tell
+ * the grantor what it delivered holds the throttles it declares for their longest window); null when none.
+ */
+export async function readRecoveryHold(client: RedisClient, grantorRecord: string, name: string, limits: readonly Limit[], now: number): Promise<RecoveryHold | null> {
+  const [from, hold, holdMs, perThrottle] = await client.hmget(grantorRecord, 'holdFrom', 'hold', 'holdMs', 'perThrottle');
   if (from === null) return null;
   const kind = hold === 'window' ? 'window' : 'lease';
-  const until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(...limits.map((limit) => limit.windowMs)) : 0);
+  let until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(...limits.map((limit) => limit.windowMs)) : 0);
+  if (perThrottle === '1') {
+    const own = Number((await client.hget(`${grantorRecord}:holds`, encodeSegment(name))) ?? 0);
+    if (own > until) return own > now ? { until: own, kind: 'window' } : null;
+  }
   return until > now ? { until, kind } : null;
 }
