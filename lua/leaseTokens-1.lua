@@ -20,11 +20,12 @@
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
-    { nowUs, status, then per delivery: granted, roomInMs }: status 0 (decided), 1 (report what the queue
+    { nowUs, status, then per delivery: granted, roomInMs, lacking }: status 0 (decided), 1 (report what the queue
     delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other queues have not reported
     yet; nothing granted, roomInMs says when to ask again); granted tokens (0..n); roomInMs, when fewer than n were
     granted, how long from now until one more would fit (at least 1), 0 when all were, -1 when a throttle
-    of the delivery has no published limits (no live worker declares it: nothing is granted).
+    of the delivery has no published limits (no live worker declares it: nothing is granted); lacking:
+    the bucket id whose room comes last ('' when all were granted).
 ]]
 local rcall = redis.call
 
@@ -48,6 +49,7 @@ if gather then
   for _ = 1, deliveries do
     reply[#reply + 1] = 0
     reply[#reply + 1] = 50
+    reply[#reply + 1] = ''
   end
   return reply
 end
@@ -56,17 +58,23 @@ local touched = {}
 local at = 6
 for d = 1, deliveries do
   local wanted, c = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
-  local sources, stale = {}, false
+  local sources, ids, stale = {}, {}, false
   for j = 1, c do
     local bucket = parseBucketId(ARGV[at + 1 + j])
     local counters = bucketCounters(throttlePrefix, bucket, now)
-    if counters == nil then stale = true else sources[#sources + 1] = counters end
+    if counters == nil then
+      stale = true
+    else
+      sources[#sources + 1] = counters
+      ids[#sources] = bucket.id
+    end
     touched[bucket.name] = true
   end
   at = at + 2 + c
   if stale then
     reply[#reply + 1] = 0
     reply[#reply + 1] = -1
+    reply[#reply + 1] = ''
   else
     local granted = wanted
     for _, counters in ipairs(sources) do granted = math.min(granted, bucketRoom(counters)) end
@@ -76,17 +84,18 @@ for d = 1, deliveries do
         for _ = 1, granted do addToken(counter, leaseMs) end
       end
     end
-    local roomInMs = 0
+    local roomInMs, lacking = 0, ''
     if granted < wanted then
       local roomAt = now
-      for _, counters in ipairs(sources) do
+      for i, counters in ipairs(sources) do
         local when = bucketRoomAtUs(counters)
-        if when > roomAt then roomAt = when end
+        if when > roomAt then roomAt, lacking = when, ids[i] end
       end
       roomInMs = math.max(1, math.ceil((roomAt - now) / 1000))
     end
     reply[#reply + 1] = granted
     reply[#reply + 1] = roomInMs
+    reply[#reply + 1] = lacking
   end
 end
 

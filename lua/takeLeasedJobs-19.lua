@@ -9,14 +9,17 @@
   expiring h after the reply that preceded its request, on this node's clock: a deposit that comes after that,
   or whose request followed a reply of another node (its clock is another's), is refused whole, and one for a class with fewer held jobs than tokens (delivered meanwhile, removed,
   reclassified) keeps only one token per job. Tokens not kept are answered for return to the grantor (none
-  was ever spendable). A deposit wakes the classes waiting on its buckets.
+  was ever spendable). A deposit wakes its own class: a class waits on one bucket, which others share, so a
+  wake of that bucket might reach other classes first and leave this one waiting until its tokens expired.
+  A class refused by the grantor waits until the bucket that lacked room has it (lease-room).
 
   Input: KEYS and ARGV[1..13+K] as takeNextJobs-19.lua, then
     ARGV[14+K]  most classes waiting for tokens to answer (0: none)
     ARGV[15+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
-    ARGV[16+K]  D, then D deposits of 6: class, requestUs (that node's clock, the reply the request
+    ARGV[16+K]  D, then D deposits of 7: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
-                has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared)
+                has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
+                the bucket id that lacked room ('' for none)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   A restart or promotion of this node (includes/nodeIdentity) empties every pool first: a pool restored
@@ -53,9 +56,9 @@ local sameNode = ARGV[leaseArgsAt + 1] == node
 local depositCount = tonumber(ARGV[leaseArgsAt + 2])
 local currentGen = rcall('HGET', stateKey, 'gen') or ''
 for d = 0, depositCount - 1 do
-  local at = leaseArgsAt + 3 + 6 * d
+  local at = leaseArgsAt + 3 + 7 * d
   local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
-  local count, roomInMs = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+  local count, roomInMs, lacking = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6]
   local memberGen, buckets = parseClass(member)
   local expiresUs = requestUs + leaseMs * 1000
   local keep = 0
@@ -79,8 +82,7 @@ for d = 0, depositCount - 1 do
       local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
       if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
       rcall('HDEL', queueBase .. ':lease-room', bucket.id)
-      rcall('ZADD', wakeupsKey, intArg(depositNow), bucket.id)
-    elseif roomInMs > 0 then
+    elseif roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
       rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
     end
     if count > keep then
@@ -92,6 +94,20 @@ for d = 0, depositCount - 1 do
     end
   end
   if keep > 0 or roomInMs < 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
+  local waitedOn = keep > 0 and rcall('HGET', classStateKey, member)
+  if waitedOn then
+    -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
+    local waiters = waitersKey(queueBase, waitedOn)
+    local order = rcall('ZSCORE', waiters, member)
+    rcall('ZREM', waiters, member)
+    rcall('HDEL', classStateKey, member)
+    rcall('ZREM', blockedSinceKey, member)
+    local held = rcall('ZCARD', classJobsKey(queueBase, member))
+    noteWaiting(queueBase, parseBucketId(waitedOn), -held)
+    if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end
+    if order then rcall('ZADD', readyClassesKey, order, member) end
+    if rcall('EXISTS', waiters) == 0 then rcall('ZREM', wakeupsKey, waitedOn) end
+  end
 end
 
 --- @include "includes/takeJobsBody"

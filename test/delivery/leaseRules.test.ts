@@ -1,6 +1,6 @@
 import { Job, Queue, QueueKeys } from 'bullmq';
 import { Redis } from 'ioredis';
-import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { takeLeasedJobs } from '../../src/delivery/leased/takeLeasedJobs';
 import { ScriptRunner } from '../../src/lua/scripts';
@@ -55,7 +55,7 @@ describe('leased delivery rules', () => {
     const { member } = first.lease.wanted[0];
     const node = first.lease.node;
     const nowUs = async () => { const [s, us] = await redis.time(); return Number(s) * 1e6 + Number(us); };
-    const deposit = (requestUs: number, nonce: string) => ({ member, requestUs, grantUs: 1, nonce, count: 1, roomInMs: 0 });
+    const deposit = (requestUs: number, nonce: string) => ({ member, requestUs, grantUs: 1, nonce, count: 1, roomInMs: 0, lacking: '' });
 
     // Requested more than h ago: refused on arrival, counted expired, answered for return.
     const late = await takeLeasedJobs(runner, { ...call, tokens: ['t1'] }, 0, [deposit((await nowUs()) - (leaseMs + 5) * 1000, 'late')], node);
@@ -81,6 +81,21 @@ describe('leased delivery rules', () => {
     const admin = new ThrottleAdmin({ connection: connectionFor(), prefix, grantor: { connection: connectionFor(grantorServer.url) } });
     closers.push(() => admin.close());
     expect((await admin.throttleStats('api')).tokensExpired).toBe(3);
+  });
+
+  it('many buckets of a keyed throttle that never bind: every job delivered, no class left waiting', async () => {
+    const queue = new Queue('keyed', { connection: connectionFor(), prefix });
+    closers.push(() => queue.close());
+    await queue.addBulk(Array.from({ length: 1500 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 300}` } })));
+    const done: string[] = [];
+    const w = new ThrottledWorker('keyed', async (job: Job) => { done.push(job.id!); }, {
+      connection: connectionFor(), prefix, concurrency: 20, grantor: { connection: connectionFor(grantorServer.url) },
+      throttles: [Throttle.named('all').limit(100_000, '1s'), Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000, '1s')],
+    });
+    w.on('error', () => undefined);
+    closers.push(() => w.close());
+    await waitFor(() => done.length === 1500, 60_000, 'every job of every customer');
+    expect(new Set(done).size).toBe(1500);
   });
 
   it('rule 2: saturated, at most N in any W, sustained near N / (W + h)', async () => {

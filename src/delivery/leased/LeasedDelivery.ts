@@ -91,7 +91,7 @@ export class LeasedDelivery implements Delivery {
     const nonce = randomBytes(6).toString('base64url');
     const deposits: Deposit[] = requests.map((request, i) => ({
       member: request.member, requestUs, grantUs: answer.grantUs, nonce: `${nonce}.${i}`,
-      count: answer.results[i].granted, roomInMs: answer.results[i].roomInMs,
+      count: answer.results[i].granted, roomInMs: answer.results[i].roomInMs, lacking: answer.results[i].lacking,
     }));
     // Into the pools now, in a call with no slot of its own (any worker of the queue may spend them).
     await this.take({ tokens: [], name: this.last.name, gen: this.last.gen }, deposits, node);

@@ -23,20 +23,23 @@ export interface LeaseAnswer {
    * granted unless 'decided'.
    */
   status: 'decided' | 'report' | 'wait';
-  /** Per request: tokens granted, and when more would fit (ms; 0: all granted; -1: a throttle is not declared). */
-  results: { granted: number; roomInMs: number }[];
+  /**
+   * Per request: tokens granted; when more would fit (ms; 0: all granted; -1: a throttle is not declared);
+   * the bucket id whose room comes last ('' when all were granted).
+   */
+  results: { granted: number; roomInMs: number; lacking: string }[];
 }
 
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
   const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
   for (const request of requests) args.push(request.count, request.bucketIds.length, ...request.bucketIds);
-  const reply = (await grantor.runner.run('leaseTokens', [grantor.slotKey], args)) as number[];
+  const reply = (await grantor.runner.run('leaseTokens', [grantor.slotKey], args)) as (number | string)[];
   const status = Number(reply[1]);
   return {
     grantUs: Number(reply[0]),
     status: status === 1 ? 'report' : status === 2 ? 'wait' : 'decided',
-    results: requests.map((_, i) => ({ granted: Number(reply[2 + 2 * i]), roomInMs: Number(reply[3 + 2 * i]) })),
+    results: requests.map((_, i) => ({ granted: Number(reply[2 + 3 * i]), roomInMs: Number(reply[3 + 3 * i]), lacking: String(reply[4 + 3 * i] ?? '') })),
   };
 }
 

@@ -12,6 +12,8 @@ export interface Deposit {
   readonly count: number;
   /** When the grantor has room for more of the class (ms from its answer; 0: unknown, -1: no such throttle). */
   readonly roomInMs: number;
+  /** The bucket id whose room comes last ('' when all were granted). */
+  readonly lacking: string;
 }
 
 /** Tokens to give back to the grantor (lua/returnLeasedTokens-1.lua). */
@@ -45,7 +47,7 @@ export async function takeLeasedJobs(
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput(call);
   args.push(wantsLimit, depositsNode, deposits.length);
-  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs);
+  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking);
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
   const wantedCount = Number(lease[2]);
   const wanted: LeaseReply['wanted'] = [];
