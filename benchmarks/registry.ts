@@ -1,4 +1,5 @@
 import { bucketMemory } from './bucketMemory';
+import { clusterThroughput } from './clusterThroughput';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
@@ -18,4 +19,5 @@ export const benchmarks: readonly Benchmark[] = [
   limiterAccuracy,
   headOfLine,
   throttleStats,
+  clusterThroughput,
 ];
