@@ -16,10 +16,11 @@
   Input: KEYS and ARGV[1..13+K] as takeNextJobs-19.lua, then
     ARGV[14+K]  most classes waiting for tokens to answer (0: none)
     ARGV[15+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
-    ARGV[16+K]  D, then D deposits of 7: class, requestUs (that node's clock, the reply the request
+    ARGV[16+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
-                the bucket id that lacked room ('' for none)
+                the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
+                flowing class: kept even beyond its held jobs)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   A restart or promotion of this node (includes/nodeIdentity) empties every pool first: a pool restored
@@ -56,14 +57,14 @@ local sameNode = ARGV[leaseArgsAt + 1] == node
 local depositCount = tonumber(ARGV[leaseArgsAt + 2])
 local currentGen = rcall('HGET', stateKey, 'gen') or ''
 for d = 0, depositCount - 1 do
-  local at = leaseArgsAt + 3 + 7 * d
+  local at = leaseArgsAt + 3 + 8 * d
   local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
-  local count, roomInMs, lacking = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6]
+  local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
   local memberGen, buckets = parseClass(member)
   local expiresUs = requestUs + leaseMs * 1000
   local keep = 0
   if count > 0 and sameNode and expiresUs > depositNow and memberGen == currentGen then
-    keep = math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
+    keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
   end
   if count > 0 and (expiresUs <= depositNow or not sameNode) then
     for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count) end
@@ -78,6 +79,7 @@ for d = 0, depositCount - 1 do
       end
       rcall('ZADD', pool, unpack(tokens))
       rcall('SADD', queueBase .. ':lease-pools', bucket.id)
+      rcall('HSET', queueBase .. ':lease-classes', bucket.id, member)
       -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
       local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
       if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
@@ -115,12 +117,14 @@ end
 -- Classes waiting for tokens, first in queue order, with their held jobs (the worker leases for them).
 local lease = { expiredThisRun(), node, 0 }
 if wantsLimit > 0 then
-  local wants = rcall('ZRANGE', queueBase .. ':lease-wants', 0, wantsLimit - 1)
-  for _, member in ipairs(wants) do
+  local wants = rcall('ZRANGE', queueBase .. ':lease-wants', 0, wantsLimit - 1, 'WITHSCORES')
+  for i = 1, #wants, 2 do
+    local member, refill = wants[i], wants[i + 1] == '0'
     local held = rcall('ZCARD', classJobsKey(queueBase, member))
-    if held == 0 or parseClass(member) ~= gen then
+    if parseClass(member) ~= gen or (held == 0 and not refill) then
       rcall('ZREM', queueBase .. ':lease-wants', member)
     else
+      if refill and held == 0 then held = -1 end
       lease[#lease + 1] = member
       lease[#lease + 1] = held
       lease[3] = lease[3] + 1

@@ -128,10 +128,10 @@ export class ClientCalls {
   private noteScript(name: string, args: readonly unknown[], reply: Promise<unknown>): void {
     this.scripts.set(name, (this.scripts.get(name) ?? 0) + 1);
     if (name === 'leaseTokens') {
-      // ARGV: throttlePrefix, leaseMs, D, then per delivery: n, c, c bucket ids ("<encoded throttle>=<bucket>").
+      // ARGV: throttlePrefix, leaseMs, queue id, durable, D, then per delivery: n, c, c bucket ids ("<encoded throttle>=<bucket>").
       const requests: { count: number; throttles: string[] }[] = [];
-      let at = 3;
-      for (let d = 0; d < Number(args[2]); d++) {
+      let at = 5;
+      for (let d = 0; d < Number(args[4]); d++) {
         const count = Number(args[at]);
         const c = Number(args[at + 1]);
         const throttles = args.slice(at + 2, at + 2 + c).map((id) => String(id).split('=')[0]);
@@ -142,7 +142,9 @@ export class ClientCalls {
       for (const r of requests) for (const t of r.throttles) add(this.asked, t, r.count);
       reply.then((raw) => {
         const values = raw as unknown[];
-        requests.forEach((r, i) => { for (const t of r.throttles) add(this.granted, t, Number(values[1 + 2 * i])); });
+        // Reply: nowUs, status (0: decided), then per delivery: granted, roomInMs, the bucket lacking room.
+        if (Number(values[1]) !== 0) return;
+        requests.forEach((r, i) => { for (const t of r.throttles) add(this.granted, t, Number(values[2 + 3 * i])); });
       }, () => undefined);
     } else if (name === 'returnLeasedTokens') {
       // ARGV: throttlePrefix, G, then per group: bucketId, grantUs, leaseMs, nonce, count. Reply [_, stopped counting]:

@@ -9,6 +9,11 @@
     <queueBase>:lease-wants      ZSET class -> order: classes waiting for tokens (the worker leases for them)
     <queueBase>:lease-room       HASH bucket id -> us (this node's clock) the grantor said it has room again
     <queueBase>:lease-pools      SET of bucket ids that may have a pool (withdrawLeases finds them there)
+    <queueBase>:lease-classes    HASH bucket id -> the class its last deposit was for
+
+  A pool that a call spends down to fewer tokens than it spent names its last class in lease-wants with
+  order 0 (a refill, answered with held -1): the worker leases ahead for a class that is flowing, so that
+  its next jobs find tokens and go straight to active rather than wait in the class's list.
 
   Rule 1 of leases holds here: a token expires h (the lease) after the delivery script reply that preceded
   the worker's request for it, read on this node's clock (depositTokens stores that expiry), and a token past
@@ -86,6 +91,7 @@ end
 local function spendRoom(pool)
   rcall('ZPOPMIN', pool.key)
   pool.count = pool.count - 1
+  pool.spent = (pool.spent or 0) + 1
   local history = histories[pool.bucket.id]
   if history == nil then
     local longest = longestOf(pool.bucket.name)
@@ -100,6 +106,12 @@ local function noteBlocked(member, order, bucket, atUs)
 end
 
 local function saveRoom()
+  for bucketId, pool in pairs(pools) do
+    if pool.spent and pool.count < pool.spent then
+      local member = rcall('HGET', leasedContext.queueBase .. ':lease-classes', bucketId)
+      if member then rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', 0, member) end
+    end
+  end
   local index = {}
   for bucketId, history in pairs(histories) do
     saveCounter(history)

@@ -55,7 +55,7 @@ describe('leased delivery rules', () => {
     const { member } = first.lease.wanted[0];
     const node = first.lease.node;
     const nowUs = async () => { const [s, us] = await redis.time(); return Number(s) * 1e6 + Number(us); };
-    const deposit = (requestUs: number, nonce: string) => ({ member, requestUs, grantUs: 1, nonce, count: 1, roomInMs: 0, lacking: '' });
+    const deposit = (requestUs: number, nonce: string) => ({ member, requestUs, grantUs: 1, nonce, count: 1, roomInMs: 0, lacking: '', refill: false });
 
     // Requested more than h ago: refused on arrival, counted expired, answered for return.
     const late = await takeLeasedJobs(runner, { ...call, tokens: ['t1'] }, 0, [deposit((await nowUs()) - (leaseMs + 5) * 1000, 'late')], node);

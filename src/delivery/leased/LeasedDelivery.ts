@@ -66,7 +66,8 @@ export class LeasedDelivery implements Delivery {
     this.book.expired(lease.expired);
     if (lease.returns.length > 0) this.giveBack(lease.returns);
     if (call.tokens.length > 0) this.asking = call.tokens.length - reply.jobs.length - reply.refused.size;
-    if (lease.wanted.length > 0 && this.asking > 0 && !this.leasing) this.lease(lease.wanted, reply.nowUs, lease.node);
+    // Slots waiting for tokens, or a flowing class whose pool runs low (leased ahead, so its next jobs need not wait).
+    if (lease.wanted.length > 0 && !this.leasing && (this.asking > 0 || lease.wanted.some((w) => w.held < 0))) this.lease(lease.wanted, reply.nowUs, lease.node);
     return reply;
   }
 
@@ -91,7 +92,7 @@ export class LeasedDelivery implements Delivery {
     const nonce = randomBytes(6).toString('base64url');
     const deposits: Deposit[] = requests.map((request, i) => ({
       member: request.member, requestUs, grantUs: answer.grantUs, nonce: `${nonce}.${i}`,
-      count: answer.results[i].granted, roomInMs: answer.results[i].roomInMs, lacking: answer.results[i].lacking,
+      count: answer.results[i].granted, roomInMs: answer.results[i].roomInMs, lacking: answer.results[i].lacking, refill: request.refill,
     }));
     // Into the pools now, in a call with no slot of its own (any worker of the queue may spend them).
     await this.take({ tokens: [], name: this.last.name, gen: this.last.gen }, deposits, node);

@@ -13,6 +13,8 @@ export interface LeaseRequest {
   readonly member: string;
   readonly bucketIds: readonly string[];
   readonly count: number;
+  /** Leased ahead for a class that is flowing (its pool ran low), not for held jobs. */
+  readonly refill: boolean;
 }
 
 export interface LeaseAnswer {

@@ -22,7 +22,10 @@ export class LeaseBook {
     this.ahead = Math.ceil(concurrency() / 4);
   }
 
-  /** What to ask the grantor for, given the classes waiting (in queue order) and the slots asking now. */
+  /**
+   * What to ask the grantor for, given the classes waiting (in queue order; held -1: a flowing class whose
+   * pool ran low, leased `ahead` for) and the slots asking now.
+   */
   plan(wanted: readonly { member: string; held: number }[], asking: number, nowMs: number): LeaseRequest[] {
     let left = asking + this.ahead;
     const requests: LeaseRequest[] = [];
@@ -32,8 +35,10 @@ export class LeaseBook {
       if (retryAt !== undefined && retryAt > nowMs) continue;
       const bucketIds = bucketIdsOf(member);
       if (bucketIds.length === 0) continue;
-      const count = Math.min(held, left);
-      requests.push({ member, bucketIds, count });
+      const refill = held < 0;
+      const count = Math.min(refill ? this.ahead : held, left);
+      if (count <= 0) continue;
+      requests.push({ member, bucketIds, count, refill });
       left -= count;
     }
     return requests;

@@ -14,6 +14,8 @@ export interface Deposit {
   readonly roomInMs: number;
   /** The bucket id whose room comes last ('' when all were granted). */
   readonly lacking: string;
+  /** Leased ahead for a flowing class: kept beyond its held jobs. */
+  readonly refill: boolean;
 }
 
 /** Tokens to give back to the grantor (lua/returnLeasedTokens-1.lua). */
@@ -31,7 +33,7 @@ export interface LeaseReply {
   expired: number;
   /** The queue node's identity: deposits of requests that followed this reply name it. */
   node: string;
-  /** Classes waiting for tokens, first in queue order, with their held jobs. */
+  /** Classes waiting for tokens, first in queue order, with their held jobs (-1: a flowing class whose pool ran low). */
   wanted: { member: string; held: number }[];
   returns: ReturnGroup[];
 }
@@ -47,7 +49,7 @@ export async function takeLeasedJobs(
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput(call);
   args.push(wantsLimit, depositsNode, deposits.length);
-  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking);
+  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
   const wantedCount = Number(lease[2]);
   const wanted: LeaseReply['wanted'] = [];
