@@ -52,14 +52,17 @@ async function underFault(tag: string, fault: () => Promise<number>, mayLoseWrit
   const faultAt = Date.now();
   const stableAt = await fault();
   await sleep(5_000);
+  // Pauses are measured while jobs still come in (a job taken back by the stalled-job check later is no pause).
+  const addingUntil = Date.now();
   const result = await load.finish();
-  check(result, faultAt, stableAt, tag, mayLoseWrites);
+  check(result, { faultAt, stableAt, addingUntil }, tag, mayLoseWrites);
 }
 
-function check(result: LoadResult, faultAt: number, stableAt: number, tag: string, mayLoseWrites: boolean): void {
+function check(result: LoadResult, at: { faultAt: number; stableAt: number; addingUntil: number }, tag: string, mayLoseWrites: boolean): void {
+  const { faultAt, stableAt, addingUntil } = at;
   const [throttled, plain] = result.queues;
-  const ours = verdict(throttled, faultAt, THROTTLE.windowMs);
-  const theirs = verdict(plain, faultAt, THROTTLE.windowMs);
+  const ours = verdict(throttled, faultAt, THROTTLE.windowMs, addingUntil);
+  const theirs = verdict(plain, faultAt, THROTTLE.windowMs, addingUntil);
   process.stderr.write(`${tag}: pause in job starts ThrottledWorker ${ours.gapMs} ms, plain bullmq ${theirs.gapMs} ms\n`
     + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n`);
   expect(result.unhandled).toEqual([]);

@@ -19,7 +19,11 @@ export interface LoadQueueSpec {
 
 export type LoadConnection =
   | { kind: 'cluster'; seeds: { host: string; port: number }[]; clusterOptions?: ClusterOptions }
-  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; redisOptions?: RedisOptions };
+  | {
+    kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string; redisOptions?: RedisOptions;
+    /** The settings docs/redis.md asks of a Sentinel client: failoverDetector, and a reconnect (resending the command) on READONLY. */
+    failoverSettings?: boolean;
+  };
 
 export interface FailoverLoadConfig {
   connection: LoadConnection;
@@ -124,7 +128,7 @@ export interface QueueVerdict {
   ranTwice: string[];
   /** Completed events per job beyond one. */
   completedTwice: string[];
-  /** The longest pause in job starts that ends after the fault (ms), and the starts after the fault. */
+  /** The longest pause in job starts that ends after the fault and before `until` (ms), and the starts between. */
   gapMs: number;
   startsAfterFault: number;
   mostInWindow: number;

@@ -9,6 +9,7 @@
 import { createInterface } from 'node:readline';
 import { Job, Queue, Worker } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
+import pino from 'pino';
 import { Throttle, ThrottledWorker } from '../../src';
 import type { FailoverLoadConfig, LoadQueueResult, LoadResult, LoadQueueSpec } from './failoverLoad';
 
@@ -24,12 +25,18 @@ function describe(thing: unknown): string {
   return thing instanceof Error ? `${thing.message}\n${thing.stack ?? ''}`.slice(0, 2_000) : String(thing);
 }
 
+/** What docs/redis.md asks of an ioredis Sentinel client (see "Failover"). */
+const SENTINEL_FAILOVER_SETTINGS = {
+  failoverDetector: true,
+  reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
+} as const;
+
 const clients: (Redis | Cluster)[] = [];
 function connect(): Redis | Cluster {
   const c = config.connection;
   const client = c.kind === 'cluster'
     ? new Cluster(c.seeds, { ...(c.clusterOptions ?? {}), redisOptions: { maxRetriesPerRequest: null } })
-    : new Redis({ sentinels: c.sentinels, name: c.name, maxRetriesPerRequest: null, ...(c.redisOptions ?? {}) });
+    : new Redis({ sentinels: c.sentinels, name: c.name, maxRetriesPerRequest: null, ...(c.failoverSettings ? SENTINEL_FAILOVER_SETTINGS : {}), ...(c.redisOptions ?? {}) });
   client.on('error', () => undefined);
   clients.push(client);
   return client;
@@ -62,12 +69,14 @@ function startQueue(spec: LoadQueueSpec): Running {
     : new ThrottledWorker(spec.name, processor, {
       ...options,
       throttlePrefix: spec.throttlePrefix,
+      ...(process.env.FAILOVER_LOAD_DEBUG ? { logger: pino({ level: 'debug', base: { q: spec.label } }, pino.destination(2)) } : {}),
       leaseMs: spec.leaseMs,
       throttles: [Throttle.named(spec.throttle?.name ?? 'api').limit(spec.throttle?.max ?? 10_000, spec.throttle?.windowMs ?? 1_000)],
     });
   worker.on('completed', (job) => { result.completed.push(job.id!); });
   worker.on('failed', (job, error) => { if (job) result.failed.push({ id: job.id!, reason: error.message }); });
   worker.on('error', (error) => {
+    debug(`${spec.label} error: ${error.message}`);
     result.errorCount++;
     if (result.errors.length < 20 && !result.errors.includes(error.message)) result.errors.push(error.message);
   });
