@@ -184,6 +184,8 @@ export class ThrottleGate implements Gate {
     if (handOver) {
       // No next job in the result (an empty one would have bullmq emit 'drained'): it is handed over after.
       done.result = undefined;
+      // Taken by ThrottledWorker right after (whose take handles a rejection); one never taken is not unhandled.
+      next.catch(() => undefined);
       this.handovers.set(token, next);
       return done;
     }
