@@ -68,7 +68,8 @@ function sleep(ms: number): Promise<void> {
  * error of a failover, not just a closed connection: bullmq hands any other error of a completion to
  * handleFailed, which would fail a job whose processor succeeded. Sending it again is idempotent: a
  * completion that landed the first time finds its lock gone (or the job removed, with removeOnComplete),
- * and then the job in the completed set; it resolves as completed. Once the worker closes it stops trying
+ * and then the job in the completed set; it resolves as completed (so does one that ioredis itself sent
+ * again after a dropped connection). Once the worker closes it stops trying
  * and rejects with CompletionInDoubtError, which ThrottledWorker never turns into a failure: the job is left
  * to bullmq's stalled-job check.
  */
@@ -108,14 +109,16 @@ export class JobCompleter {
     if (typeof reply.answer === 'string') throw new Error(reply.answer);
     const code = Number(reply.answer);
     if (code < 0) {
-      if (reply.inDoubt && await this.landedBefore(jobId, args, code)) return raw2NextJobData(0 as unknown as unknown[]);
+      // Not only after our own retries: ioredis resends a call whose connection dropped before the reply came
+      // (autoResendUnfulfilledCommands; Cluster after a failover), so a first answer can be to a second send.
+      if (await this.landedBefore(jobId, args, code)) return raw2NextJobData(0 as unknown as unknown[]);
       throw this.backend.finishedErrors({ code, jobId, command: 'moveToFinished', state: 'active' });
     }
     return raw2NextJobData(code as unknown as unknown[]);
   }
 
-  /** Sends the completion until Redis answers it; `inDoubt` when an earlier try may have landed. */
-  private async sendUntilAnswered(jobId: string, args: FinishArgs): Promise<{ answer: unknown; inDoubt: boolean }> {
+  /** Sends the completion until Redis answers it. */
+  private async sendUntilAnswered(jobId: string, args: FinishArgs): Promise<{ answer: unknown }> {
     let waitMs = 0;
     let inDoubt = false;
     try {
@@ -123,7 +126,7 @@ export class JobCompleter {
         try {
           const answer = await this.batcher.submit({ jobId, args });
           if (inDoubt && --this.retrying === 0) this.options.recovered(TASK);
-          return { answer, inDoubt };
+          return { answer };
         } catch (error) {
           if (!failedInTransit(error)) throw error;
           if (!inDoubt) this.retrying++;
@@ -149,9 +152,10 @@ export class JobCompleter {
   }
 
   /**
-   * Sent again after a try that got no answer, the completion found the job's lock gone (or the job gone): it
-   * landed the first time when the job is in the completed set (or was removed, as removeOnComplete does).
-   * Otherwise the lock lapsed and the stalled-job check took the job back; bullmq's error stands.
+   * The completion found the job's lock gone (or the job gone): it landed before, in a send whose answer was
+   * lost, when the job is in the completed set (or was removed, as removeOnComplete does: a job this worker
+   * holds locked cannot be removed otherwise, unless Redis itself lost it). Otherwise the lock lapsed and the
+   * stalled-job check took the job back: bullmq's error stands.
    */
   private async landedBefore(jobId: string, args: FinishArgs, code: number): Promise<boolean> {
     if (code === JOB_MISSING) return true;
