@@ -104,10 +104,10 @@ export class JobCompleter {
 
   /** bullmq's moveToFinished for target 'completed' with fetch-next off, in a batch: answers as it does (an empty reply). */
   async completeFromArgs(jobId: string, args: FinishArgs): Promise<unknown[]> {
-    const reply = await this.sendUntilAnswered(jobId, args);
+    const answer = await this.sendUntilAnswered(jobId, args);
     // The error bullmq's own call would have raised (lua/completeJobs-n.lua catches it per job).
-    if (typeof reply.answer === 'string') throw new Error(reply.answer);
-    const code = Number(reply.answer);
+    if (typeof answer === 'string') throw new Error(answer);
+    const code = Number(answer);
     if (code < 0) {
       // Not only after our own retries: ioredis resends a call whose connection dropped before the reply came
       // (autoResendUnfulfilledCommands; Cluster after a failover), so a first answer can be to a second send.
@@ -118,7 +118,7 @@ export class JobCompleter {
   }
 
   /** Sends the completion until Redis answers it. */
-  private async sendUntilAnswered(jobId: string, args: FinishArgs): Promise<{ answer: unknown }> {
+  private async sendUntilAnswered(jobId: string, args: FinishArgs): Promise<unknown> {
     let waitMs = 0;
     let inDoubt = false;
     try {
@@ -126,7 +126,7 @@ export class JobCompleter {
         try {
           const answer = await this.batcher.submit({ jobId, args });
           if (inDoubt && --this.retrying === 0) this.options.recovered(TASK);
-          return { answer };
+          return answer;
         } catch (error) {
           if (!failedInTransit(error)) throw error;
           if (!inDoubt) this.retrying++;
@@ -195,7 +195,11 @@ export class JobCompleter {
         await this.options.completeAlone(p.request.jobId, p.request.args);
         p.resolve(0);
       } catch (error) {
-        p.reject(error as Error);
+        // bullmq's error for a negative code: answered as the batch answers it, so that completeFromArgs
+        // judges it the same way (a completion that landed before, or bullmq's error again).
+        const code = (error as { code?: unknown }).code;
+        if (typeof code === 'number' && code < 0) p.resolve(code);
+        else p.reject(error as Error);
       }
     }));
   }
