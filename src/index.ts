@@ -30,6 +30,7 @@ export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSum
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';
 export { QueueStillThrottledError } from './errors/QueueStillThrottledError';
+export { CompletionInDoubtError } from './errors/CompletionInDoubtError';
 export { RedisSetupError } from './errors/RedisSetupError';
 export { redisErrorKind } from './redis/redisErrorKind';
 export type { RedisErrorKind } from './redis/redisErrorKind';

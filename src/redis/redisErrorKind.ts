@@ -39,12 +39,58 @@ export function redisErrorCode(error: unknown): string | undefined {
 }
 
 export function redisErrorKind(error: unknown): RedisErrorKind {
+  // ioredis Cluster gives up on a command after maxRedirections (16) redirections or retries (MOVED, ASK,
+  // TRYAGAIN, CLUSTERDOWN, a closed connection during a failover): what counts is the last error it wrapped.
+  const wrapped = lastClusterError(error);
+  if (wrapped !== undefined) return redisErrorKind(wrapped);
   const code = redisErrorCode(error);
   if (code && TRANSIENT_CODES.has(code)) return 'transient';
   if (code && PERMANENT_CODES.has(code)) return 'permanent';
   const message = messageOf(error);
   // Anything else (connection lost, refused, reset, timed out, an unknown error) is worth another try.
   return PERMANENT_MESSAGES.some((pattern) => pattern.test(message)) ? 'permanent' : 'transient';
+}
+
+/**
+ * Errors that say the call got no answer from Redis, so it may or may not have run (the connection closed or
+ * was refused, a timeout), or that Redis refused to run it for now (the slot is moving or has no master, the
+ * node is loading or a replica, the cluster is down): a call of either kind may be made again, and is
+ * expected to get an answer once the failover is over. A reply of the script itself (a negative code, an
+ * error it raised) is not one of them.
+ */
+export function failedInTransit(error: unknown): boolean {
+  if (error instanceof Error && typeof (error as { code?: unknown }).code === 'number') return false;
+  const wrapped = lastClusterError(error);
+  if (wrapped !== undefined) return redisErrorKind(wrapped) === 'transient';
+  const code = redisErrorCode(error);
+  if (code && TRANSIENT_CODES.has(code)) return true;
+  const errno = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  if (typeof errno === 'string' && IN_TRANSIT_ERRNOS.has(errno)) return true;
+  return IN_TRANSIT_MESSAGES.some((pattern) => pattern.test(messageOf(error)));
+}
+
+/** Socket errors of a call that got no reply. */
+const IN_TRANSIT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN']);
+
+/** ioredis's own messages for a call that got no reply (its errors carry no reply code). */
+const IN_TRANSIT_MESSAGES: readonly RegExp[] = [
+  /^Connection is closed\.?$/,
+  /\bECONN(REFUSED|RESET|ABORTED)\b|\bEPIPE\b|\bETIMEDOUT\b/,
+  /^Command timed out/,
+  /^Stream isn't writeable/,
+  /^Cluster isn't ready/,
+  /^Failed to refresh slots cache/,
+  /^None of startup nodes is available/,
+  /^Reached the max retries per request limit/,
+  /^Connection in subscriber mode/,
+];
+
+const TOO_MANY_REDIRECTIONS = /^Too many Cluster redirections\. Last error: (?:\w*Error: )?([\s\S]*)$/;
+
+/** The error ioredis Cluster last saw before it gave up ("Too many Cluster redirections. Last error: ..."), if that is what this is. */
+function lastClusterError(error: unknown): Error | undefined {
+  const match = TOO_MANY_REDIRECTIONS.exec(messageOf(error));
+  return match ? new Error(match[1]) : undefined;
 }
 
 function messageOf(error: unknown): string {

@@ -2,6 +2,7 @@ import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
@@ -143,8 +144,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     return next ?? this.nextHandedOver(token);
   }
 
-  /** As handleCompleted, for the `failed` event. */
+  /**
+   * As handleCompleted, for the `failed` event. bullmq hands a completion's error here too (processJob's catch
+   * takes whatever handleCompleted threw): a completion left in doubt by closing during a failover
+   * (CompletionInDoubtError) must not fail a job whose processor succeeded, so it is left to the stalled-job check.
+   */
   protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
+    if (err instanceof CompletionInDoubtError) return undefined as unknown as Job<DataType, ResultType, NameType>;
     this.gate.expectHandover(token);
     const next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     return next ?? this.nextHandedOver(token);

@@ -16,11 +16,13 @@ const EMIT_INTERVAL_MS = 1_000;
 const LOG_INTERVAL_MS = 30_000;
 /**
  * A delivery call that fails waits before it tries again, from the first wait doubling up to the most, so
- * that a worker whose Redis refuses every call (OOM, LOADING, a failover) does not spin. The most is short
- * enough that deliveries resume within a couple of seconds once Redis heals.
+ * that a worker whose Redis refuses every call at once (OOM, LOADING) does not spin. The most is short, so
+ * that deliveries resume within a second of Redis healing: a Cluster failover takes a few seconds, and plain
+ * bullmq's main loop asks again as soon as a fetch fails (the gate counts the wait from when the failed call
+ * went out, so a call that took ioredis's redirections to fail is retried at once).
  */
 const DELIVERY_RETRY_FIRST_MS = 100;
-const DELIVERY_RETRY_MOST_MS = 2_000;
+const DELIVERY_RETRY_MOST_MS = 1_000;
 /** How long describing an error waits for a client to probe keys with (one that never connects: none). */
 const CLIENT_WAIT_MS = 1_000;
 

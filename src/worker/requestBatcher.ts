@@ -46,9 +46,13 @@ export class RequestBatcher<Q, R> {
   private start(): void {
     this.inFlight++;
     const batch = this.pending.splice(0, this.maxBatch);
-    void this.serve(batch).finally(() => {
-      this.inFlight--;
-      this.pump();
-    });
+    // A serve that throws (a bug, not a Redis error: those it answers itself) rejects its requests that are still
+    // waiting (a settled one ignores it), so that none waits forever and nothing is left unhandled.
+    void this.serve(batch)
+      .catch((error: unknown) => { for (const p of batch) p.reject(error instanceof Error ? error : new Error(String(error))); })
+      .finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
   }
 }

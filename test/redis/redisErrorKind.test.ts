@@ -5,7 +5,7 @@ import IORedis, { Redis } from 'ioredis';
 import { RedisSetupError, redisErrorKind } from '../../src';
 import { freeLoopbackPort, LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { describeRedisError } from '../../src/redis/describeRedisError';
-import { redisErrorCode } from '../../src/redis/redisErrorKind';
+import { failedInTransit, redisErrorCode } from '../../src/redis/redisErrorKind';
 import { waitFor } from '../support/bullmq';
 
 async function errorOf(call: () => Promise<unknown>): Promise<Error> {
@@ -139,5 +139,57 @@ describe('redisErrorKind on real Redis replies', () => {
     const described = await describeRedisError(error, limited, { who: "ThrottledWorker('orders')", prefix: 'bull' });
     expect(described.message).toContain("Redis ACL user 'limited' may not run the command 'client|list'");
     expect(described.message).toContain('ACL SETUSER limited +client|list');
+  });
+});
+
+/** Errors of a failover, as ioredis raises them against real servers: what the worker retries and what it hands to bullmq. */
+describe('failedInTransit and ioredis Cluster giving up', () => {
+  let server: LocalRedisServer;
+  let dir: string;
+  const clients: { disconnect(): void }[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-transit-'));
+    server = await startLocalRedisServer({ dir, args: ['--cluster-enabled', 'yes', '--cluster-require-full-coverage', 'no', '--cluster-config-file', join(dir, 'nodes.conf')] });
+    const admin = new IORedis(server.url, { maxRetriesPerRequest: 0 });
+    clients.push(admin);
+    await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '8191');
+    await waitFor(async () => /cluster_state:ok/.test(String(await admin.call('CLUSTER', 'INFO'))), 10_000, 'the cluster node');
+  });
+  afterAll(async () => {
+    for (const client of clients) client.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('"Too many Cluster redirections", as ioredis words it after a failover, is transient and got no answer', () => {
+    // The messages the failover tests (test/cluster/failover.test.ts) see from ioredis Cluster during a kill -9.
+    for (const last of ['Error: Connection is closed.', 'ReplyError: MOVED 9263 127.0.0.1:7001', 'ReplyError: CLUSTERDOWN The cluster is down']) {
+      const error = new Error(`Too many Cluster redirections. Last error: ${last}`);
+      expect(redisErrorKind(error)).toBe('transient');
+      expect(failedInTransit(error)).toBe(true);
+    }
+  });
+
+  it('a refused connection got no answer; a reply of the script, or of bullmq (a numeric code), did', async () => {
+    const port = await freeLoopbackPort();
+    const refused = new IORedis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    refused.on('error', () => undefined);
+    clients.push(refused);
+    expect(failedInTransit(await errorOf(() => refused.get('x')))).toBe(true);
+    const plain = new IORedis(server.url, { maxRetriesPerRequest: 0 });
+    clients.push(plain);
+    expect(failedInTransit(await errorOf(() => plain.eval("return redis.error_reply('boom')", 1, 'b')))).toBe(false);
+    expect(failedInTransit(Object.assign(new Error('Missing lock for job 7. moveToFinished'), { code: -2 }))).toBe(false);
+    expect(failedInTransit(new Error('Connection is closed.'))).toBe(true);
+    expect(failedInTransit(new Error('LOADING Redis is loading the dataset in memory'))).toBe(true);
+    expect(failedInTransit(new Error('READONLY You can\'t write against a read only replica.'))).toBe(true);
+  });
+
+  it('looks at the error ioredis gave up on: a permanent one stays permanent', () => {
+    expect(redisErrorKind(new Error('Too many Cluster redirections. Last error: ReplyError: NOPERM this user has no permissions'))).toBe('permanent');
+    expect(failedInTransit(new Error('Too many Cluster redirections. Last error: ReplyError: NOPERM this user has no permissions'))).toBe(false);
+    expect(redisErrorKind(new Error('Too many Cluster redirections. Last error: Error: Connection is closed.'))).toBe('transient');
+    expect(redisErrorKind(new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 9263 127.0.0.1:7001'))).toBe('transient');
   });
 });

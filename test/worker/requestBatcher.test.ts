@@ -69,3 +69,25 @@ describe('RequestBatcher.flush', () => {
     expect(await Promise.all(all)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });
+
+describe('RequestBatcher when serve throws', () => {
+  it('rejects the requests still waiting, keeps the ones already answered, and serves the next batch', async () => {
+    const calls: number[][] = [];
+    const batcher = new RequestBatcher<number, number>(async (batch) => {
+      calls.push(batch.map((p) => p.request));
+      if (calls.length === 2) {
+        batch[0].resolve(2);
+        throw new Error('a bug in serve');
+      }
+      batch.forEach((p) => p.resolve(p.request));
+    }, 2, 1);
+    const first = batcher.submit(1);
+    const [answered, rejected] = [batcher.submit(2), batcher.submit(3)];
+    const next = batcher.submit(4);
+    expect(await first).toBe(1);
+    expect(await answered).toBe(2);
+    await expect(rejected).rejects.toThrow('a bug in serve');
+    expect(await next).toBe(4);
+    expect(calls).toEqual([[1], [2, 3], [4]]);
+  });
+});

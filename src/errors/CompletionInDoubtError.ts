@@ -1,0 +1,11 @@
+/**
+ * A job's processor succeeded, but its completion could not reach Redis before the worker closed (a failover
+ * under way, the connection lost). The job is not failed: it stays active until its lock lapses, then bullmq's
+ * stalled-job check moves it back to wait and it runs again (or finds it completed, if the completion did land).
+ */
+export class CompletionInDoubtError extends Error {
+  constructor(message: string, readonly jobId: string, readonly cause?: unknown) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
