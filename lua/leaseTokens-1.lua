@@ -16,7 +16,10 @@
     KEYS[1]  the namespace's registry version key (any key of the namespace: it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] h, the lease (ms)
     ARGV[3]  the asking queue's id (prefix:queue)   ARGV[4] '1' when Redis keeps acknowledged writes (durableRedis)
-    ARGV[5]  D, then per delivery: n wanted, c, then c bucket ids ("<encoded throttle>=<bucket>")
+    ARGV[5]  D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c bucket ids
+             ("<encoded throttle>=<bucket>")
+  A refill takes at most half the room its buckets have left: a token leased ahead and not spent uses up
+  allowance until it leaves the window, so the last of a bucket's room goes only to jobs that wait for it.
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
@@ -57,7 +60,8 @@ local reply = { now, 0 }
 local touched = {}
 local at = 6
 for d = 1, deliveries do
-  local wanted, c = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+  local wanted, refill, c = tonumber(ARGV[at]), ARGV[at + 1] == '1', tonumber(ARGV[at + 2])
+  at = at + 1
   local sources, ids, stale = {}, {}, false
   for j = 1, c do
     local bucket = parseBucketId(ARGV[at + 1 + j])
@@ -77,7 +81,11 @@ for d = 1, deliveries do
     reply[#reply + 1] = ''
   else
     local granted = wanted
-    for _, counters in ipairs(sources) do granted = math.min(granted, bucketRoom(counters)) end
+    for _, counters in ipairs(sources) do
+      local room = bucketRoom(counters)
+      if refill then room = math.floor(room / 2) end
+      granted = math.min(granted, room)
+    end
     if granted < 0 then granted = 0 end
     for _, counters in ipairs(sources) do
       for _, counter in ipairs(counters) do

@@ -128,15 +128,15 @@ export class ClientCalls {
   private noteScript(name: string, args: readonly unknown[], reply: Promise<unknown>): void {
     this.scripts.set(name, (this.scripts.get(name) ?? 0) + 1);
     if (name === 'leaseTokens') {
-      // ARGV: throttlePrefix, leaseMs, queue id, durable, D, then per delivery: n, c, c bucket ids ("<encoded throttle>=<bucket>").
+      // ARGV: throttlePrefix, leaseMs, queue id, durable, D, then per delivery: n, refill, c, c bucket ids ("<encoded throttle>=<bucket>").
       const requests: { count: number; throttles: string[] }[] = [];
       let at = 5;
       for (let d = 0; d < Number(args[4]); d++) {
         const count = Number(args[at]);
-        const c = Number(args[at + 1]);
-        const throttles = args.slice(at + 2, at + 2 + c).map((id) => String(id).split('=')[0]);
+        const c = Number(args[at + 2]);
+        const throttles = args.slice(at + 3, at + 3 + c).map((id) => String(id).split('=')[0]);
         requests.push({ count, throttles });
-        at += 2 + c;
+        at += 3 + c;
       }
       this.leaseRequests += requests.length;
       for (const r of requests) for (const t of r.throttles) add(this.asked, t, r.count);

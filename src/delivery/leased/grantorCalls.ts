@@ -35,7 +35,7 @@ export interface LeaseAnswer {
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
   const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
-  for (const request of requests) args.push(request.count, request.bucketIds.length, ...request.bucketIds);
+  for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.bucketIds.length, ...request.bucketIds);
   const reply = (await grantor.runner.run('leaseTokens', [grantor.slotKey], args)) as (number | string)[];
   const status = Number(reply[1]);
   return {
