@@ -13,10 +13,10 @@
   wake of that bucket might reach other classes first and leave this one waiting until its tokens expired.
   A class refused by the grantor waits until the bucket that lacked room has it (lease-room).
 
-  Input: KEYS and ARGV[1..13+K] as takeNextJobs-19.lua, then
-    ARGV[14+K]  most classes waiting for tokens to answer (0: none)
-    ARGV[15+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
-    ARGV[16+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
+  Input: KEYS and ARGV[1..14+K] as takeNextJobs-19.lua (ARGV[14+K] is 0 here: rule 1 covers late calls), then
+    ARGV[15+K]  most classes waiting for tokens to answer (0: none)
+    ARGV[16+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
+    ARGV[17+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
                 the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
@@ -40,7 +40,7 @@ local rcall = redis.call
 --- @include "includes/leasedRoom"
 
 local POOL_GRACE_MS = 10000
-local leaseArgsAt = 14 + K
+local leaseArgsAt = 15 + K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
 

@@ -49,6 +49,8 @@
     ARGV[13+K] after a restart or promotion of this node: 'hold' the namespace's throttles for their longest
              window (they may have lost deliveries with it), or 'resume' after h (Redis keeps acknowledged
              writes); see includes/recoveryHold
+    ARGV[14+K] when this call is too late to count a delivery (us, this node's clock, from the caller's last
+             reply and the time since; 0: no limit): see includes/exactRoom
     (test builds read one more trailing ARGV, a clock offset in ms)
     bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 

@@ -16,8 +16,13 @@ local exactRoomContext
 -- A restart or promotion of this node (it holds the queue and its counters) holds the namespace's
 -- throttles (includes/recoveryHold): for their longest window, since the deliveries recorded here may be
 -- lost too, unless the worker says Redis keeps acknowledged writes (ctx.afterRestart 'resume').
+-- A call that reaches Redis long after it was sent may be running on a master that was frozen and replaced
+-- meanwhile (SIGSTOP, a stalled VM): it would count deliveries in writes Redis drops once the node learns it
+-- was demoted, beside the new master's. Such a call delivers nothing throttled: every bucket looks full,
+-- with room again at once, so its classes are looked at again by the next call, sent afresh.
 local function initRoom(ctx)
   exactRoomContext = ctx
+  ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
   noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true)
 end
 
@@ -26,10 +31,12 @@ local function roomSource(bucket)
 end
 
 local function roomLeft(counters)
+  if exactRoomContext.late then return 0 end
   return bucketRoom(counters)
 end
 
 local function roomReturnsAtUs(counters)
+  if exactRoomContext.late then return exactRoomContext.now end
   return bucketRoomAtUs(counters)
 end
 

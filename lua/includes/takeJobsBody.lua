@@ -27,7 +27,7 @@ local wanted = #tokens
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local nowMsArg = intArg(nowMs)
-initRoom({ throttlePrefix = throttlePrefix, queueBase = queueBase, now = now, nowMs = nowMs, leaseMs = leaseMs, afterRestart = afterRestart })
+initRoom({ throttlePrefix = throttlePrefix, queueBase = queueBase, now = now, nowMs = nowMs, leaseMs = leaseMs, afterRestart = afterRestart, lateAfterUs = lateAfterUs })
 
 -- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
 local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)

@@ -31,4 +31,6 @@ local callerMs = tonumber(ARGV[11])
 local K = tonumber(ARGV[12])
 -- After a restart or promotion of the node holding the counters: 'hold' (for the longest window) or 'resume' (includes/recoveryHold).
 local afterRestart = ARGV[13 + K]
+-- When this call is too late to count (us, this node's clock; 0: no limit): see includes/exactRoom.
+local lateAfterUs = tonumber(ARGV[14 + K]) or 0
 

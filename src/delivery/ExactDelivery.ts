@@ -5,14 +5,27 @@ import { TakeCall, takeNextJobs, TakeReply } from './takeNextJobs';
 /** What a delivery call needs of its gate besides the call itself. */
 export type DeliveryContext = () => Omit<TakeCall, 'tokens' | 'workerName' | 'gen'>;
 
+/**
+ * A call that reaches Redis this long after it was sent counts no delivery (lua/includes/exactRoom.lua): it
+ * may have waited on a frozen master that was replaced meanwhile. Calls reach Redis within ms; a master is
+ * replaced only after cluster-node-timeout (or Sentinel's down-after-milliseconds), at least a second.
+ */
+const LATE_CALL_US = 1_000_000;
+
 /** Counts and delivers in one script, in the slot the queue and its throttles share: exact, no lease. */
 export class ExactDelivery implements Delivery {
   readonly mode = 'exact';
+  /** The Redis clock of the last reply, and this process's clock when it came. */
+  private lastReply?: { nowUs: number; atMs: number };
 
   constructor(private readonly runner: () => ScriptRunner, private readonly context: DeliveryContext) {}
 
-  take(call: DeliveryCall): Promise<TakeReply> {
-    return takeNextJobs(this.runner(), { ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen });
+  async take(call: DeliveryCall): Promise<TakeReply> {
+    const last = this.lastReply;
+    const lateAfterUs = last ? Math.round(last.nowUs + (performance.now() - last.atMs) * 1000 + LATE_CALL_US) : 0;
+    const reply = await takeNextJobs(this.runner(), { ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen, lateAfterUs });
+    this.lastReply = { nowUs: reply.nowUs, atMs: performance.now() };
+    return reply;
   }
 
   async stop(): Promise<void> {

@@ -40,6 +40,8 @@ export interface TakeCall {
   gen: string;
   /** Redis keeps acknowledged writes: after a restart or promotion, throttles resume after h, not their longest window. */
   durableRedis: boolean;
+  /** When the call is too late to count a delivery (us, the node's clock; 0 or absent: no limit). */
+  lateAfterUs?: number;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];
 }
@@ -59,6 +61,7 @@ export function takeJobsInput(call: TakeCall): { keys: string[]; args: (string |
       // This process's clock, for delayed jobs only (bullmq promotes them on its caller's clock).
       call.gen, call.limiter?.max ?? '', call.limiter?.duration ?? '', Date.now(), call.tokens.length, ...call.tokens,
       call.durableRedis ? 'resume' : 'hold',
+      call.lateAfterUs ?? 0,
     ],
   };
 }

@@ -47,7 +47,7 @@ export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
 export async function takeLeasedJobs(
   runner: ScriptRunner, call: TakeCall, wantsLimit: number, deposits: readonly Deposit[], depositsNode: string,
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
-  const { keys, args } = takeJobsInput(call);
+  const { keys, args } = takeJobsInput({ ...call, lateAfterUs: 0 });
   args.push(wantsLimit, depositsNode, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
