@@ -53,7 +53,10 @@ local function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exac
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
   local seen = checkNodeIdentity(recordKey, nowMs)
-  local hmax = tonumber(rcall('HGET', recordKey, 'hmax') or 0)
+  -- Exact delivery without a lease (the usual case) has no lease to record: read hmax only when it matters,
+  -- so that a delivery call pays no command for it.
+  local hmax = 0
+  if leaseMs > 0 or seen == 'changed' then hmax = tonumber(rcall('HGET', recordKey, 'hmax') or 0) end
   if leaseMs > hmax then
     hmax = leaseMs
     rcall('HSET', recordKey, 'hmax', hmax)
