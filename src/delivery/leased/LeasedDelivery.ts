@@ -106,10 +106,25 @@ export class LeasedDelivery implements Delivery {
 
   /** The queue's last worker takes the tokens out of its pools, then returns them (lua/withdrawLeases-1.lua). */
   async stop(runners: StopRunners): Promise<void> {
-    await this.leasing;
+    // A lease stuck on a grantor that does not answer (a failover under way) must not hold up close(): after
+    // STOP_WAIT_MS it is left, and what it may still deposit expires unspent (a waste, never an excess).
+    await withTimeout(this.leasing, STOP_WAIT_MS);
     const reply = (await runners.queue.run('withdrawLeases', [this.context.workersKey], [this.context.queueBase, this.context.workerId])) as unknown[];
     const groups: ReturnGroup[] = [];
     for (let i = 0; i < Number(reply[0]); i++) groups.push(returnGroupAt(reply, 1 + 5 * i));
-    await returnLeasedTokens({ ...this.context.grantor(), runner: runners.grantor }, groups);
+    // Returns are best effort: taken out of the pools already, tokens not returned only expire.
+    await withTimeout(returnLeasedTokens({ ...this.context.grantor(), runner: runners.grantor }, groups).catch(() => 0), STOP_WAIT_MS);
   }
+}
+
+/** How long closing waits for a lease in flight, and for the return of the pools' tokens. */
+const STOP_WAIT_MS = 2_000;
+
+function withTimeout(work: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!work) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    work.then(() => resolve(), () => resolve()).finally(() => clearTimeout(timer));
+  });
 }
