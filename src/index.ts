@@ -31,6 +31,7 @@ export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';
 export { QueueStillThrottledError } from './errors/QueueStillThrottledError';
 export { CompletionInDoubtError } from './errors/CompletionInDoubtError';
+export { DeliveryVoidedError } from './errors/DeliveryVoidedError';
 export { RedisSetupError } from './errors/RedisSetupError';
 export { redisErrorKind } from './redis/redisErrorKind';
 export type { RedisErrorKind } from './redis/redisErrorKind';

@@ -1,6 +1,7 @@
 import { ScriptRunner } from '../lua/scripts';
 import { Delivery, DeliveryCall } from './Delivery';
-import { TakeCall, takeNextJobs, TakeReply } from './takeNextJobs';
+import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
+import { deliveredAny, parseTakeReply, TakeCall, takeNextJobsCall, TakeReply } from './takeNextJobs';
 
 /** What a delivery call needs of its gate besides the call itself. */
 export type DeliveryContext = () => Omit<TakeCall, 'tokens' | 'workerName' | 'gen'>;
@@ -18,12 +19,19 @@ export class ExactDelivery implements Delivery {
   /** The Redis clock of the last reply, and this process's clock when it came. */
   private lastReply?: { nowUs: number; atMs: number };
 
-  constructor(private readonly runner: () => ScriptRunner, private readonly context: DeliveryContext) {}
+  /** A delivery starts once a replica holds it, when the node has replicas (a deposed master's would not count). */
+  private readonly confirmation: ReplicaConfirmation;
+
+  /** `nodeKey`: a HASH of the queue's slot that describes its node (ThrottleKeys' queue(...).node). */
+  constructor(private readonly runner: () => ScriptRunner, private readonly context: DeliveryContext, nodeKey: string) {
+    this.confirmation = new ReplicaConfirmation(() => nodeKey);
+  }
 
   async take(call: DeliveryCall): Promise<TakeReply> {
     const last = this.lastReply;
     const lateAfterUs = last ? Math.round(last.nowUs + (performance.now() - last.atMs) * 1000 + LATE_CALL_US) : 0;
-    const reply = await takeNextJobs(this.runner(), { ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen, lateAfterUs });
+    const spec = takeNextJobsCall({ ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen, lateAfterUs });
+    const reply = parseTakeReply((await this.confirmation.run(this.runner(), spec, deliveredAny)) as unknown[]);
     this.lastReply = { nowUs: reply.nowUs, atMs: performance.now() };
     return reply;
   }

@@ -57,7 +57,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   }
   logger.info({ queue, delivery: mode, leaseMs }, `${mode} delivery`);
   const call = () => setup.call(leaseMs);
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call) : new LeasedDelivery({
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node) : new LeasedDelivery({
     queue: setup.runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix }),
     call,

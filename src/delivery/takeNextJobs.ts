@@ -1,4 +1,4 @@
-import { ScriptRunner } from '../lua/scripts';
+import { ScriptCallSpec, ScriptRunner } from '../lua/scripts';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 
 /** Refusals one delivery call may spend before handing the rest to the next call. */
@@ -95,6 +95,16 @@ export function parseTakeReply(raw: unknown[]): TakeReply {
 export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promise<TakeReply> {
   const { keys, args } = takeJobsInput(call);
   return parseTakeReply((await runner.run('takeNextJobs', keys, args)) as unknown[]);
+}
+
+/** The same call, as a pipeline entry (src/redis/ReplicaConfirmation.ts). */
+export function takeNextJobsCall(call: TakeCall): ScriptCallSpec {
+  return { name: 'takeNextJobs', ...takeJobsInput(call) };
+}
+
+/** The reply delivered at least one job (its count, field 9 of the reply). */
+export function deliveredAny(raw: unknown): boolean {
+  return Number((raw as unknown[])[8]) > 0;
 }
 
 /**

@@ -121,6 +121,7 @@ export class ThrottleKeys {
       removedHeld: `${base}:removed-held`,
       blockedSince: `${base}:blocked-since`,
       refusedTokens: `${base}:refused-tokens`,
+      node: `${base}:node`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -167,6 +168,11 @@ export interface QueueThrottleKeys {
   readonly blockedSince: string;
   /** SET of lock tokens whose job's completion Redis refused: the delivery script fetches no next job for them. */
   readonly refusedTokens: string;
+  /**
+   * HASH describing the node that holds the queue: id, since (leased delivery: lua/takeLeasedJobs-19.lua);
+   * replicas, noReplicasSince (lua/nodeReplicas-1.lua). Its `:mark` is the identity check's mark.
+   */
+  readonly node: string;
   /** ZSET job id -> order: the jobs of one class (the set of buckets they draw from) that met a full bucket. */
   classJobs(member: string): string;
   /** ZSET class -> order: classes waiting for one full bucket. */

@@ -52,16 +52,50 @@ export class ScriptRunner {
   ) {}
 
   run(name: string, keys: readonly string[], args: readonly (string | number | Buffer)[]): Promise<unknown> {
+    return this.send(this.client as unknown as Record<string, ScriptCall | undefined>, this.defined(name), keys, args);
+  }
+
+  /**
+   * Several scripts, then plain commands, in one pipeline: one round trip, run back to back on one connection
+   * (in Redis Cluster every key must be of one slot, and keyless commands such as WAIT go with them). Each
+   * entry is the call's error or reply.
+   */
+  async pipeline(scripts: readonly ScriptCallSpec[], commands: readonly (readonly (string | number)[])[] = []): Promise<PipelineEntry[]> {
+    const defined = scripts.map((s) => this.defined(s.name));
+    const pipeline = this.client.pipeline();
+    const target = pipeline as unknown as Record<string, ScriptCall | undefined>;
+    scripts.forEach((s, i) => void this.send(target, defined[i], s.keys, s.args));
+    for (const [command, ...args] of commands) pipeline.call(String(command), ...args);
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([error, reply]) => ({ error: error ?? undefined, reply }));
+  }
+
+  private defined(name: string): LuaScript {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`No Lua script named '${name}' in ${LUA_DIR}.`);
     const client = this.client as unknown as Record<string, ScriptCall | undefined>;
     if (typeof client[script.command] !== 'function') {
       this.client.defineCommand(script.command, { lua: script.lua, numberOfKeys: script.numberOfKeys });
     }
-    const call = client[script.command] as ScriptCall;
+    return script;
+  }
+
+  private send(target: Record<string, ScriptCall | undefined>, script: LuaScript, keys: readonly string[], args: readonly (string | number | Buffer)[]): Promise<unknown> {
+    const call = target[script.command] as ScriptCall;
     const extra = this.extraArgs();
     return script.numberOfKeys === undefined
-      ? call.call(this.client, keys.length, ...keys, ...args, ...extra)
-      : call.call(this.client, ...keys, ...args, ...extra);
+      ? call.call(target, keys.length, ...keys, ...args, ...extra)
+      : call.call(target, ...keys, ...args, ...extra);
   }
+}
+
+export interface ScriptCallSpec {
+  readonly name: string;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number | Buffer)[];
+}
+
+export interface PipelineEntry {
+  readonly error?: Error;
+  readonly reply: unknown;
 }

@@ -1,0 +1,47 @@
+--[[
+  Whether the deliveries (or grants) a caller just got from this node must be held by a replica before they
+  may start: src/redis/ReplicaConfirmation.ts says why. A master frozen past the failover timeout (SIGSTOP,
+  a stalled VM) runs, for a few ms after it wakes and before it learns it was replaced, the calls it is sent
+  as a master, on counts its successor has moved past; its writes are dropped later, but the deliveries have
+  happened. Its replicas no longer acknowledge anything it writes, so a delivery that a replica acknowledged
+  (WAIT) was not made on a deposed master.
+  Confirmation is asked while the node has replicas, and for graceMs after the last one left: a woken master
+  sees its replicas leave (their links closed when they were promoted or moved) just before it learns it was
+  replaced, and a delivery it makes then must not pass for one on a master without replicas.
+
+  Input:
+    KEYS[1] a HASH on this node, in the slot of the caller's call (fields replicas, noReplicasSince)
+    ARGV[1] graceMs
+    (test builds read one more trailing ARGV, a clock offset in ms)
+
+  Output: { role, replid, replicas, confirm }
+    role      'master' or another role (the caller's call ran on a node that is no master now)
+    replid    INFO's master_replid: it changes when a replica is promoted, or a master follows a new one
+    replicas  connected_slaves
+    confirm   1: ask a replica (WAIT) before the call's deliveries start; 0: there is no replica to ask
+]]
+local rcall = redis.call
+local recordKey = KEYS[1]
+local graceMs = tonumber(ARGV[1])
+
+--- @include "includes/nowUs"
+
+local info = rcall('INFO', 'replication')
+local role = string.match(info, 'role:(%w+)') or '?'
+local replid = string.match(info, 'master_replid:(%w+)') or '?'
+local replicas = tonumber(string.match(info, 'connected_slaves:(%d+)') or 0)
+if role ~= 'master' then return { role, replid, replicas, 1 } end
+
+local stored = rcall('HMGET', recordKey, 'replicas', 'noReplicasSince')
+local had = tonumber(stored[1] or 0)
+local nowMs = math.floor(nowUs() / 1000)
+if replicas > 0 then
+  if had ~= replicas then rcall('HSET', recordKey, 'replicas', replicas) end
+  return { role, replid, replicas, 1 }
+end
+local since = tonumber(stored[2] or 0)
+if had > 0 then
+  since = nowMs
+  rcall('HSET', recordKey, 'replicas', 0, 'noReplicasSince', since)
+end
+return { role, replid, replicas, (since > 0 and nowMs - since < graceMs) and 1 or 0 }

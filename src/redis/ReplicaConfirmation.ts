@@ -1,0 +1,136 @@
+import { DeliveryVoidedError } from '../errors/DeliveryVoidedError';
+import { PipelineEntry, ScriptCallSpec, ScriptRunner } from '../lua/scripts';
+import { redisErrorCode } from './redisErrorKind';
+
+/** How long one WAIT waits for a replica's acknowledgement: a replica that keeps up answers in well under 1 ms. */
+const WAIT_MS = 50;
+/**
+ * After its last replica left, a master still asks for confirmation this long (lua/nodeReplicas-1.lua): a woken
+ * master that was replaced while frozen sees its replicas leave first, and learns it was replaced some ms later
+ * (Cluster: from the next messages of its peers; Sentinel: writes stop at once with min-replicas-to-write).
+ */
+const GRACE_MS = 2_000;
+/**
+ * Replicas that are connected but do not acknowledge (a full resync) are waited for this long; after it the
+ * deliveries start unconfirmed: the node has answered as the same master all along, which a deposed master
+ * does not do for long once it wakes.
+ */
+const PATIENCE_MS = 1_000;
+
+interface NodeReplicas {
+  role: string;
+  replid: string;
+  replicas: number;
+  confirm: boolean;
+}
+
+/** Codes that say the node the call ran on is no writable master now: what it counted is not kept. */
+const DEPOSED_CODES = new Set(['MOVED', 'READONLY', 'NOREPLICAS', 'MASTERDOWN', 'CLUSTERDOWN']);
+
+/**
+ * Lets the deliveries (or grants) a call made start only once a replica holds them, when the node has
+ * replicas. A master frozen past the failover timeout (SIGSTOP, a stalled VM) answers, for a few ms after it
+ * wakes and before it learns it was replaced, the calls it is sent, counting on the state it had when it
+ * froze: its successor has delivered since, so the two together may exceed a limit; Redis drops the old
+ * master's writes when it resyncs, but its deliveries have happened. The old master's replicas no longer
+ * acknowledge it, so a call whose writes a replica acknowledged (WAIT) did not run on a deposed master; a
+ * call on a node found deposed (another role, another replication id, a redirection) is void: its jobs are
+ * not started, and Redis discards them with the old master's writes.
+ * Confirmation is one more pipelined command per call while the node keeps up (the WAIT is sent with the
+ * call once the node is known to have replicas), and nothing without replicas.
+ */
+export class ReplicaConfirmation {
+  /** The last probe found replicas: the WAIT goes in the call's own pipeline. */
+  private expectReplicas = false;
+  /** Since when replicas are connected but acknowledge nothing (performance.now()). */
+  private unackedSince?: number;
+
+  /** `recordKey`: a HASH of this package's on the node, in the slot of the calls confirmed. */
+  constructor(private readonly recordKey: () => string) {}
+
+  /**
+   * Runs `call` and resolves to its reply once what it delivered may start. `delivered`: the reply moved
+   * something that needs confirming (no jobs: nothing to confirm). Rejects with DeliveryVoidedError when the
+   * node turned out to be deposed.
+   */
+  async run(runner: ScriptRunner, call: ScriptCallSpec, delivered: (reply: unknown) => boolean): Promise<unknown> {
+    const wait = this.expectReplicas ? [['WAIT', 1, WAIT_MS]] : [];
+    const [main, probeEntry, waitEntry] = await runner.pipeline([call, this.probe()], wait);
+    if (main.error) throw main.error;
+    const probe = readProbe(probeEntry);
+    if (probe && probe.role === 'master') this.expectReplicas = probe.confirm;
+    if (!delivered(main.reply)) return main.reply;
+    // Without the probe's answer the node the call ran on cannot be told from the one that answers next.
+    if (!probe) throw voided(call, 'the node did not say whether it is still the master', probeEntry?.error);
+    if (probe.role !== 'master') throw voided(call, `the node is a ${probe.role} now`);
+    if (!probe.confirm) return main.reply;
+    if (waitEntry && acknowledged(waitEntry)) return this.acked(main.reply);
+    if (this.stillUnacked(probe)) return main.reply;
+    await this.confirm(runner, call, probe.replid);
+    return main.reply;
+  }
+
+  private probe(): ScriptCallSpec {
+    return { name: 'nodeReplicas', keys: [this.recordKey()], args: [GRACE_MS] };
+  }
+
+  /** Asks again until a replica acknowledges, the node is found deposed, or there is no replica to wait for. */
+  private async confirm(runner: ScriptRunner, call: ScriptCallSpec, replid: string): Promise<void> {
+    const since = performance.now();
+    for (;;) {
+      const [probeEntry, waitEntry] = await runner.pipeline([this.probe()], [['WAIT', 1, WAIT_MS]]);
+      const probe = readProbe(probeEntry);
+      if (!probe) {
+        if (deposed(probeEntry.error)) throw voided(call, 'the node answered it no longer serves the slot', probeEntry.error);
+        // No answer (a connection lost): the call's node may be the deposed one; its jobs cannot start unconfirmed.
+        if (performance.now() - since > GRACE_MS + PATIENCE_MS) throw voided(call, 'no replica acknowledged it and the node stopped answering', probeEntry.error);
+        await sleep(WAIT_MS);
+        continue;
+      }
+      if (probe.role !== 'master' || probe.replid !== replid) throw voided(call, 'another node serves the slot now');
+      if (acknowledged(waitEntry)) {
+        this.acked(undefined);
+        return;
+      }
+      if (!probe.confirm) return;
+      if (probe.replicas > 0) {
+        this.unackedSince ??= since;
+        if (performance.now() - since >= PATIENCE_MS) return;
+      }
+    }
+  }
+
+  private acked<T>(reply: T): T {
+    this.unackedSince = undefined;
+    return reply;
+  }
+
+  /** Connected replicas have acknowledged nothing for PATIENCE_MS already: no call waits for them again. */
+  private stillUnacked(probe: NodeReplicas): boolean {
+    if (probe.replicas === 0) this.unackedSince = undefined;
+    return this.unackedSince !== undefined && performance.now() - this.unackedSince >= PATIENCE_MS;
+  }
+}
+
+function readProbe(entry: PipelineEntry | undefined): NodeReplicas | undefined {
+  if (!entry || entry.error || !Array.isArray(entry.reply)) return undefined;
+  const [role, replid, replicas, confirm] = entry.reply as (string | number)[];
+  return { role: String(role), replid: String(replid), replicas: Number(replicas), confirm: Number(confirm) === 1 };
+}
+
+function acknowledged(entry: PipelineEntry | undefined): boolean {
+  return entry !== undefined && !entry.error && Number(entry.reply) >= 1;
+}
+
+function deposed(error: unknown): boolean {
+  const code = redisErrorCode(error);
+  return code !== undefined && DEPOSED_CODES.has(code);
+}
+
+function voided(call: ScriptCallSpec, why: string, cause?: unknown): DeliveryVoidedError {
+  return new DeliveryVoidedError(`${call.name}: what the call delivered does not start: ${why} before a replica acknowledged it (a master replaced while frozen); Redis drops its writes`, cause);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
