@@ -7,17 +7,18 @@
   (WAIT) was not made on a deposed master.
   Confirmation is asked while the node has replicas, and for graceMs after the last one left: a woken master
   sees its replicas leave (their links closed when they were promoted or moved) just before it learns it was
-  replaced, and a delivery it makes then must not pass for one on a master without replicas.
+  replaced, and a delivery it makes then must not pass for one on a master without replicas. A promoted
+  replica has a new replication id: it has lost no replica, and asks only once it has some.
 
   Input:
-    KEYS[1] a HASH on this node, in the slot of the caller's call (fields replicas, noReplicasSince)
+    KEYS[1] a HASH on this node, in the slot of the caller's call (fields replid, replicas, noReplicasSince)
     ARGV[1] graceMs
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output: { role, replid, replicas, confirm }
     role      'master' or another role (the caller's call ran on a node that is no master now)
     replid    INFO's master_replid: it changes when a replica is promoted, or a master follows a new one
-    replicas  connected_slaves
+    replicas  replicas online (INFO's slaveN lines with state=online)
     confirm   1: ask a replica (WAIT) before the call's deliveries start; 0: there is no replica to ask
 ]]
 local rcall = redis.call
@@ -29,12 +30,20 @@ local graceMs = tonumber(ARGV[1])
 local info = rcall('INFO', 'replication')
 local role = string.match(info, 'role:(%w+)') or '?'
 local replid = string.match(info, 'master_replid:(%w+)') or '?'
-local replicas = tonumber(string.match(info, 'connected_slaves:(%d+)') or 0)
+-- Only replicas online can acknowledge (one in a full resync cannot yet, nor be a promoted copy of these writes).
+local replicas = 0
+for _ in string.gmatch(info, 'slave%d+:[^\r\n]*state=online') do replicas = replicas + 1 end
 if role ~= 'master' then return { role, replid, replicas, 1 } end
 
-local stored = rcall('HMGET', recordKey, 'replicas', 'noReplicasSince')
-local had = tonumber(stored[1] or 0)
+local stored = rcall('HMGET', recordKey, 'replicas', 'noReplicasSince', 'replid')
 local nowMs = math.floor(nowUs() / 1000)
+-- Fields written under another replication id describe the node this one replaced (they were replicated
+-- here before its promotion): a new master has lost no replica of its own.
+if stored[3] ~= replid then
+  rcall('HSET', recordKey, 'replid', replid, 'replicas', replicas, 'noReplicasSince', 0)
+  return { role, replid, replicas, replicas > 0 and 1 or 0 }
+end
+local had = tonumber(stored[1] or 0)
 if replicas > 0 then
   if had ~= replicas then rcall('HSET', recordKey, 'replicas', replicas) end
   return { role, replid, replicas, 1 }

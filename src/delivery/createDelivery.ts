@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
 import { DEFAULT_LEASE_MS } from '../options/defaults';
+import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { Delivery } from './Delivery';
 import { deliveryMode } from './deliveryMode';
@@ -57,9 +58,10 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   }
   logger.info({ queue, delivery: mode, leaseMs }, `${mode} delivery`);
   const call = () => setup.call(leaseMs);
+  const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord);
   const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node) : new LeasedDelivery({
     queue: setup.runner,
-    grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix }),
+    grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,
     leaseMs,
     durableRedis: setup.durableRedis,

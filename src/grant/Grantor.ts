@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { LuaScript } from '../lua/scripts';
 import { ScriptRunner } from '../lua/scripts';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
@@ -65,6 +66,8 @@ export class Grantor {
   private readonly durableRedis: boolean;
   private readonly connection: OwnedClient;
   private readonly runner: ScriptRunner;
+  /** Grants are answered once a replica holds them, when the node has replicas (src/redis/ReplicaConfirmation.ts). */
+  private readonly confirmation: ReplicaConfirmation;
 
   constructor(options: GrantorOptions, internals: GrantorInternals = {}) {
     const leaseMs = options.leaseMs ?? 0;
@@ -78,6 +81,7 @@ export class Grantor {
     assertNamespaceUsable('Grantor', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connection = openClient(options.connection);
     this.runner = new ScriptRunner(this.connection.client, internals.scripts, internals.extraArgs);
+    this.confirmation = new ReplicaConfirmation(() => this.keys.grantorRecord);
   }
 
   get client(): RedisClient {
@@ -120,9 +124,11 @@ export class Grantor {
       deliveryArgs.push(indices.length, ...indices);
       records.push(record);
     }
-    const reply = (await this.runner.run('grantDeliveries', keys, [
-      this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs, this.keys.throttlePrefix, this.durableRedis ? '1' : '',
-    ])) as number[];
+    const call = {
+      name: 'grantDeliveries', keys,
+      args: [this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs, this.keys.throttlePrefix, this.durableRedis ? '1' : ''],
+    };
+    const reply = (await this.confirmation.run(this.runner, call, (raw) => (raw as number[]).slice(1).some((retryAt) => Number(retryAt) === 0))) as number[];
     const nowUs = Number(reply[0]);
     const grantedAt = Math.floor(nowUs / 1000);
     const nonce = randomBytes(9).toString('base64url');

@@ -1,4 +1,5 @@
 import { ScriptRunner } from '../../lua/scripts';
+import { ReplicaConfirmation } from '../../redis/ReplicaConfirmation';
 import { ReturnGroup } from './takeLeasedJobs';
 
 /** Where the namespace's grantor is: the connection that reaches its slot, and the keys that name it. */
@@ -7,6 +8,8 @@ export interface GrantorTarget {
   /** Any key of the namespace (it routes the call to the namespace's slot). */
   readonly slotKey: string;
   readonly throttlePrefix: string;
+  /** Grants start only once a replica of the grantor's node holds them (src/redis/ReplicaConfirmation.ts). */
+  readonly confirmation: ReplicaConfirmation;
 }
 
 export interface LeaseRequest {
@@ -36,12 +39,23 @@ export interface LeaseAnswer {
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
   const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
   for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.bucketIds.length, ...request.bucketIds);
-  const reply = (await grantor.runner.run('leaseTokens', [grantor.slotKey], args)) as (number | string)[];
+  const call = { name: 'leaseTokens', keys: [grantor.slotKey], args };
+  const reply = (await grantor.confirmation.run(grantor.runner, call, grantedAny(requests.length))) as (number | string)[];
   const status = Number(reply[1]);
   return {
     grantUs: Number(reply[0]),
     status: status === 1 ? 'report' : status === 2 ? 'wait' : 'decided',
     results: requests.map((_, i) => ({ granted: Number(reply[2 + 3 * i]), roomInMs: Number(reply[3 + 3 * i]), lacking: String(reply[4 + 3 * i] ?? '') })),
+  };
+}
+
+/** A leaseTokens reply granted at least one token (a deposed grantor's grants must not be spent). */
+function grantedAny(requests: number): (raw: unknown) => boolean {
+  return (raw) => {
+    const reply = raw as (number | string)[];
+    if (Number(reply[1]) !== 0) return false;
+    for (let i = 0; i < requests; i++) if (Number(reply[2 + 3 * i]) > 0) return true;
+    return false;
   };
 }
 
