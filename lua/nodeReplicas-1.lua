@@ -40,7 +40,8 @@ local nowMs = math.floor(nowUs() / 1000)
 -- Fields written under another replication id describe the node this one replaced (they were replicated
 -- here before its promotion): a new master has lost no replica of its own.
 if stored[3] ~= replid then
-  rcall('HSET', recordKey, 'replid', replid, 'replicas', replicas, 'noReplicasSince', 0)
+  -- A node that has never had a replica has nothing to remember (and leaves no key behind).
+  if replicas > 0 or stored[3] then rcall('HSET', recordKey, 'replid', replid, 'replicas', replicas, 'noReplicasSince', 0) end
   return { role, replid, replicas, replicas > 0 and 1 or 0 }
 end
 local had = tonumber(stored[1] or 0)

@@ -27,6 +27,7 @@ import { GateFailures } from './gateFailures';
 import { watchConnection } from './watchConnection';
 import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
+import { assertWaitAllowed } from '../redis/ReplicaConfirmation';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
@@ -239,6 +240,7 @@ export class ThrottleGate implements Gate {
         await this.lifecycle.refresh(true);
         await forgetRemovedJobs(this.runner, backend.keys.events, this.queueKeys);
         await this.namespaceCheck.check(this.namespaceRunner!);
+        await assertWaitAllowed(client);
         logger.info({ queue, workerId: this.workerId, throttles: this.options.throttles.map((t) => t.name) }, 'throttle declarations registered');
         watchConnection(client, logger, queue);
         this.failures.recovered('registering throttle declarations');

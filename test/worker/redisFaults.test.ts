@@ -51,6 +51,20 @@ describe('Redis faults', () => {
     expect(lines.some((l) => l.level === 50 && /does not start/.test(l.msg))).toBe(true);
   });
 
+  it('a worker whose ACL user may not run WAIT (replica confirmation) fails its start at once, naming the command', async () => {
+    server = await startLocalRedisServer();
+    await admin(server).call('ACL', 'SETUSER', 'jobs', 'on', '>secret', '+@all', '-wait', '~*');
+    const connection = { ...connectionFor(server.url), username: 'jobs', password: 'secret' };
+    const { worker: w } = worker('orders', { connection, prefix: 'nowait', autorun: false, throttles: [Throttle.named('api').limit(5, '1s')] });
+    const failure = await Promise.race([
+      w.waitUntilReady().then(() => undefined, (error: Error) => error),
+      new Promise<string>((r) => setTimeout(() => r('still pending after 5 s'), 5_000)),
+    ]) as Error;
+    expect(failure).toBeInstanceOf(RedisSetupError);
+    expect((failure as RedisSetupError).code).toBe('NOPERM');
+    expect(failure.message.toLowerCase()).toContain('wait');
+  });
+
   it('an autorun worker that cannot start emits error once, not twice', async () => {
     server = await startLocalRedisServer();
     await admin(server).call('ACL', 'SETUSER', 'jobs', 'on', '>secret', '+@all', '~auto:orders:*');
