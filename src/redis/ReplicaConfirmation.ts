@@ -36,8 +36,8 @@ const DEPOSED_CODES = new Set(['MOVED', 'READONLY', 'NOREPLICAS', 'MASTERDOWN', 
  * acknowledge it, so a call whose writes a replica acknowledged (WAIT) did not run on a deposed master; a
  * call on a node found deposed (another role, another replication id, a redirection) is void: its jobs are
  * not started, and Redis discards them with the old master's writes.
- * Confirmation is one more pipelined command per call while the node keeps up (the WAIT is sent with the
- * call once the node is known to have replicas), and nothing without replicas.
+ * The cost is in the call's own pipeline, so no round trip: a small script (lua/nodeReplicas-1.lua) on every
+ * call, and a WAIT once the node is known to have replicas, which they answer within a ms while they keep up.
  */
 export class ReplicaConfirmation {
   /** The last probe found replicas: the WAIT goes in the call's own pipeline. */
