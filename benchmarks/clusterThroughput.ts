@@ -68,7 +68,7 @@ export const clusterThroughput: Benchmark = {
             + `exact / bullmq in one slot: ${throughput.exactRatio}.`,
           ...throughput.notes,
           ...sustained.notes,
-          'Part 3: granted = tokens leaseTokens granted, added up from its replies in this process (a wrapper around ScriptRunner.run; nothing in src/ changes);',
+          'Part 3: granted = tokens leaseTokens granted, added up from its replies in this process (wrappers around ScriptRunner.run and .pipeline; nothing in src/ changes);',
           "  expired = throttleStats(name).tokensExpired (ThrottleAdmin on a Cluster client, read before the workers close); delivered = deliveredTotal;",
           '  returned = what returnLeasedTokens said stopped counting (the pools\' leftovers are withdrawn and returned as the workers close);',
           '  unaccounted = granted - delivered - expired - returned: tokens still in the pools when the stats were read and not returned at close',

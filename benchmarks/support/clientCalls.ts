@@ -12,7 +12,7 @@ import type { TakeReply } from '../../src/delivery/takeNextJobs';
  * of src/ is changed, two methods are wrapped):
  * - every command ioredis sends to a node (Redis.prototype.sendCommand: a Cluster client sends through its
  *   nodes' connections; pipelined commands count one each), scripts named by their sha;
- * - every script this package runs (ScriptRunner.prototype.run), and from the replies of leaseTokens and
+ * - every script this package runs (ScriptRunner.prototype.run and .pipeline), and from the replies of leaseTokens and
  *   returnLeasedTokens the tokens granted and returned, per throttle;
  * - every delivery call of a ThrottledWorker (ExactDelivery/LeasedDelivery.prototype.take): the slots it
  *   served and the jobs it delivered (calls with no slot, which only deposit leased tokens, apart).
@@ -44,6 +44,17 @@ export class ClientCalls {
       calls.noteScript(name, args, reply);
       return reply;
     };
+    // Calls confirmed by a replica (src/redis/ReplicaConfirmation.ts) go in a pipeline: the same notes per script.
+    const originalPipeline = ScriptRunner.prototype.pipeline;
+    ScriptRunner.prototype.pipeline = function (this: ScriptRunner, scripts, commands) {
+      const entries = originalPipeline.call(this, scripts, commands);
+      scripts.forEach((script, i) => {
+        const reply = entries.then((all) => (all[i].error ? Promise.reject(all[i].error) : all[i].reply));
+        reply.catch(() => undefined);
+        calls.noteScript(script.name, script.args, reply);
+      });
+      return entries;
+    };
     const proto = IORedis.prototype as unknown as { sendCommand(command: { name: string; args: unknown[] }, ...rest: unknown[]): unknown };
     const originalSend = proto.sendCommand;
     proto.sendCommand = function (this: unknown, command, ...rest) {
@@ -63,6 +74,7 @@ export class ClientCalls {
     this.uninstall = () => {
       for (const restore of takes) restore();
       ScriptRunner.prototype.run = originalRun;
+      ScriptRunner.prototype.pipeline = originalPipeline;
       proto.sendCommand = originalSend;
     };
     return this;
