@@ -16,7 +16,9 @@
   Input: KEYS and ARGV[1..14+K] as takeNextJobs-19.lua (ARGV[14+K] is 0 here: rule 1 covers late calls), then
     ARGV[15+K]  most classes waiting for tokens to answer (0: none)
     ARGV[16+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
-    ARGV[17+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
+    ARGV[17+K]  a pool a call spends from and leaves with fewer tokens than this (or than it spent) asks
+                for a refill (the worker sizes it to what it spends while a lease is in flight)
+    ARGV[18+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
                 the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
@@ -31,7 +33,7 @@
       grantUs, leaseMs, nonce, count }
     node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
-    tokens, with its held jobs; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
+    tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
 ]]
 local rcall = redis.call
 
@@ -54,10 +56,12 @@ local node = rcall('HGET', nodeKey, 'id')
 
 -- Grants since the last call go into the pools (or back) before anything is delivered.
 local sameNode = ARGV[leaseArgsAt + 1] == node
-local depositCount = tonumber(ARGV[leaseArgsAt + 2])
+leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 2])
+local depositCount = tonumber(ARGV[leaseArgsAt + 3])
 local currentGen = rcall('HGET', stateKey, 'gen') or ''
+leaseArgs.gen = currentGen
 for d = 0, depositCount - 1 do
-  local at = leaseArgsAt + 3 + 8 * d
+  local at = leaseArgsAt + 4 + 8 * d
   local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
   local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
   local memberGen, buckets = parseClass(member)
@@ -79,11 +83,13 @@ for d = 0, depositCount - 1 do
       end
       rcall('ZADD', pool, unpack(tokens))
       rcall('SADD', queueBase .. ':lease-pools', bucket.id)
-      rcall('HSET', queueBase .. ':lease-classes', bucket.id, member)
       -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
       local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
       if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
       rcall('HDEL', queueBase .. ':lease-room', bucket.id)
+      rcall('HDEL', queueBase .. ':lease-dry', bucket.id)
+      -- Classes waiting on the bucket are looked at in this call (the wake below), not when it was due.
+      rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
     elseif roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
       rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
     end
@@ -124,7 +130,8 @@ if wantsLimit > 0 then
     if parseClass(member) ~= gen or (held == 0 and not refill) then
       rcall('ZREM', queueBase .. ':lease-wants', member)
     else
-      if refill and held == 0 then held = -1 end
+      -- A refill is leased for the slots asking and ahead, beyond the jobs its class holds now.
+      if refill then held = -1 end
       lease[#lease + 1] = member
       lease[#lease + 1] = held
       lease[3] = lease[3] + 1

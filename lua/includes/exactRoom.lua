@@ -35,6 +35,9 @@ local function roomLeft(counters)
   return bucketRoom(counters)
 end
 
+-- A window counter's room never comes "on its way": a full bucket is full.
+local comingRoom = nil
+
 local function roomReturnsAtUs(counters)
   if exactRoomContext.late then return exactRoomContext.now end
   return bucketRoomAtUs(counters)

@@ -9,11 +9,23 @@
     <queueBase>:lease-wants      ZSET class -> order: classes waiting for tokens (the worker leases for them)
     <queueBase>:lease-room       HASH bucket id -> us (this node's clock) the grantor said it has room again
     <queueBase>:lease-pools      SET of bucket ids that may have a pool (withdrawLeases finds them there)
-    <queueBase>:lease-classes    HASH bucket id -> the class its last deposit was for
+    <queueBase>:lease-dry        HASH bucket id -> us (this node's clock) tokens were asked for the bucket
+                                 (a refill, a class waiting) and have not come yet (-1: more than h ago)
 
-  A pool that a call spends down to fewer tokens than it spent names its last class in lease-wants with
-  order 0 (a refill, answered with held -1): the worker leases ahead for a class that is flowing, so that
-  its next jobs find tokens and go straight to active rather than wait in the class's list.
+  A bucket is refilled ahead while it flows: a call that spent FLOWING_SPENT or more of its pool's tokens on
+  fresh jobs (or spent one and then lacked another for a fresh job that lacked nothing else) and left fewer
+  than it spent, or than leaseArgs.refillBelow (the worker's mark), names the bucket alone in
+  lease-wants, as the class "<gen>/<bucket id>" with order 0 (a refill, answered with held -1), and the
+  worker leases tokens for it before its next jobs arrive, so that they go straight to active. A refill is
+  per bucket, not per class: a keyed class's other buckets (one customer's) are not leased ahead with it.
+
+  While tokens are on their way (lease-dry: a refill; or tokens for a waiting class, while the class is
+  among the first SOON_RANK in lease-wants, which the worker's next round serves), for at most h, a fresh job that lacks only that bucket's token stays first in wait
+  and the call takes no more fresh jobs (comingRoom.soon): filed into its class, it and every fresh job behind
+  it would cost several commands more each, to be delivered from the class moments later. With many
+  classes waiting (a keyed throttle), the later ones' fresh jobs are filed as in exact delivery. Past h (the
+  grantor slow or away), or once the grantor has said it has no room, fresh jobs are filed as in exact
+  delivery, so that the jobs behind, of other buckets, keep flowing.
 
   Rule 1 of leases holds here: a token expires h (the lease) after the delivery script reply that preceded
   the worker's request for it, read on this node's clock (depositTokens stores that expiry), and a token past
@@ -34,11 +46,23 @@
 ]]
 --- @include "windowCounter"
 
--- A class waiting for tokens with no word from the grantor looks again after this long (the worker's lease
--- request normally answers first, and its deposit wakes the class).
-local LEASE_LOOK_AGAIN_US = 50000
 
 local leasedContext
+-- Set by the including script: the refill mark (its ARGV) and the queue's config generation.
+local leaseArgs = { refillBelow = 0, gen = '' }
+local LEASED_ROOM = {
+  -- A class waiting for tokens with no word from the grantor looks again after this long (the worker's
+  -- lease request normally answers first, and its deposit wakes the class).
+  LOOK_AGAIN_US = 50000,
+  -- A pool that a call spent at least this many tokens from for fresh jobs (straight from wait), or spent
+  -- from and then lacked for a fresh job that had room in its other buckets, flows: it is refilled ahead.
+  -- (A keyed class's shared bucket spent for held jobs is not refilled: those jobs lack their key's tokens.)
+  FLOWING_SPENT = 2,
+  -- lease-dry outlives its last mark this long (an overdue mark, -1, keeps fresh jobs filed meanwhile).
+  DRY_MARK_MS = 10000,
+  -- A waiting class this far up lease-wants has its tokens in the worker's next lease round.
+  SOON_RANK = 4,
+}
 local pools = {}
 local expiredByThrottle = {}
 local histories = {}
@@ -85,13 +109,14 @@ local function roomReturnsAtUs(pool)
   if pool.count > 0 then return 0 end
   local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
   if said and said > leasedContext.now then return said end
-  return leasedContext.now + LEASE_LOOK_AGAIN_US
+  return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
 end
 
-local function spendRoom(pool)
+local function spendRoom(pool, fresh)
   rcall('ZPOPMIN', pool.key)
   pool.count = pool.count - 1
   pool.spent = (pool.spent or 0) + 1
+  if fresh then pool.freshSpent = (pool.freshSpent or 0) + 1 end
   local history = histories[pool.bucket.id]
   if history == nil then
     local longest = longestOf(pool.bucket.name)
@@ -101,15 +126,61 @@ local function spendRoom(pool)
   addToken(history, 0)
 end
 
+-- Room on its way (see the header): the comingRoom part of this room source (includes/takeJobsBody).
+local comingRoom = {}
+
+-- Names the pool's bucket for a refill (order 0 in lease-wants, even if its member waits already: a
+-- one-bucket class is its bucket's member too), coming until a deposit for it and at most h (soon).
+function comingRoom.askRefill(pool)
+  if pool.refillAsked then return end
+  pool.refillAsked = true
+  rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 0, leaseArgs.gen .. '/' .. pool.bucket.id)
+  local dryKey = leasedContext.queueBase .. ':lease-dry'
+  if rcall('HSETNX', dryKey, pool.bucket.id, intArg(leasedContext.now)) == 1 then rcall('PEXPIRE', dryKey, LEASED_ROOM.DRY_MARK_MS) end
+end
+
+-- A fresh job lacked room in this bucket only: a pool this call spent from is refilled now, so that the
+-- fresh jobs behind wait for it in bullmq's list rather than be filed.
+function comingRoom.lackedAlone(pool)
+  pool.lackedAlone = true
+  if (pool.spent or 0) > 0 then comingRoom.askRefill(pool) end
+end
+
+-- No token now, but a refill asked for less than h ago and the grantor never said it has no room.
+function comingRoom.soon(pool)
+  if pool.count > 0 then return false end
+  local dryKey = leasedContext.queueBase .. ':lease-dry'
+  local since = tonumber(rcall('HGET', dryKey, pool.bucket.id))
+  if since == nil or since < 0 then return false end
+  if since + leasedContext.leaseMs * 1000 <= leasedContext.now then
+    -- Overdue (the grantor is slow or away): fresh jobs are filed again until tokens come, so that the
+    -- jobs behind, of other buckets, keep flowing.
+    rcall('HSET', dryKey, pool.bucket.id, -1)
+    return false
+  end
+  local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
+  return not (said and said > leasedContext.now)
+end
+
+-- A waiting class's tokens are soon there if the worker's next lease round asks for it: it is among the
+-- first classes waiting (the worker leases for the first ones, in queue order, a round at a time).
+function comingRoom.askedSoon(member)
+  local rank = rcall('ZRANK', leasedContext.queueBase .. ':lease-wants', member)
+  return rank ~= false and rank < LEASED_ROOM.SOON_RANK
+end
+
 local function noteBlocked(member, order, bucket, atUs)
   rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', intArg(order), member)
+  -- Asked for now: coming, for the class's fresh jobs behind, while among the first asked (askedSoon).
+  local dryKey = leasedContext.queueBase .. ':lease-dry'
+  if rcall('HSETNX', dryKey, bucket.id, intArg(leasedContext.now)) == 1 then rcall('PEXPIRE', dryKey, LEASED_ROOM.DRY_MARK_MS) end
 end
 
 local function saveRoom()
   for bucketId, pool in pairs(pools) do
-    if pool.spent and pool.count < pool.spent then
-      local member = rcall('HGET', leasedContext.queueBase .. ':lease-classes', bucketId)
-      if member then rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', 0, member) end
+    local spent = pool.spent or 0
+    if spent > 0 and ((pool.freshSpent or 0) >= LEASED_ROOM.FLOWING_SPENT or pool.lackedAlone) and pool.count < math.max(spent, leaseArgs.refillBelow) then
+      comingRoom.askRefill(pool)
     end
   end
   local index = {}

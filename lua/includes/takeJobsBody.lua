@@ -4,8 +4,11 @@
     includes/exactRoom    the buckets' window counters, counted in this script (exact delivery)
     includes/leasedRoom   tokens leased from the throttle namespace's grantor, spent here (leased delivery)
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
-  stale), roomLeft(source), roomReturnsAtUs(source) (0: room now), spendRoom(source), noteBlocked(member,
-  order, bucket, atUs) and saveRoom().
+  stale), roomLeft(source), roomReturnsAtUs(source) (0: room now), spendRoom(source, fresh), noteBlocked(member,
+  order, bucket, atUs) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
+  asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
+  (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
+  the next lease round) }.
   Needs, defined by the including script: rcall; the locals of KEYS and ARGV that takeNextJobs-19.lua
   names (waitKey ... refusedKey, jobPrefix ... K); includes nowUs, intArg, schedulerKeys,
   throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
@@ -117,7 +120,7 @@ local function deliver(jobId, buckets, held, inActive)
   if held then heldLeft = heldLeft + 1 end
   for i = 1, #buckets do
     -- Loaded by checkBuckets: this finds it in the room source's cache.
-    spendRoom(roomSource(buckets[i]))
+    spendRoom(roomSource(buckets[i]), not held)
     noteDelivered(buckets[i])
   end
   if not inActive then rcall('LPUSH', activeKey, jobId) end
@@ -277,6 +280,32 @@ local function takeFresh()
   return job
 end
 
+-- A fresh job that lacks room only in buckets whose room is on its way (includes/leasedRoom: a flowing
+-- pool that ran dry, its refill asked for) stays first in bullmq's list, and fresh intake ends.
+local comingBackUs = 0
+local function roomIsComing(job)
+  if not comingRoom then return false end
+  if someWaiting and waitingOnOf(memberOf(job)) and not comingRoom.askedSoon(memberOf(job)) then return false end
+  local lacking = {}
+  for i = 1, #job.buckets do
+    local source = roomSource(job.buckets[i])
+    if source == nil then return false end
+    if roomReturnsAtUs(source) > 0 then lacking[#lacking + 1] = source end
+  end
+  if #lacking == 0 then return false end
+  if #lacking == 1 then comingRoom.lackedAlone(lacking[1]) end
+  for i = 1, #lacking do
+    if not comingRoom.soon(lacking[i]) then return false end
+  end
+  if job.from == 'active' then
+    rcall('LREM', activeKey, 1, job.id)
+    rcall('RPUSH', waitKey, job.id)
+  end
+  -- The deposit wakes the slots; this is in case it never comes.
+  comingBackUs = now + 20000
+  return true
+end
+
 -- A job straight from wait: delivered when its buckets have room, else held in its class.
 local function placeFresh(job)
   local blockedOn = someWaiting and waitingOnOf(memberOf(job))
@@ -312,7 +341,9 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
     fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
   end
   local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
-  if fromFresh then
+  if fromFresh and roomIsComing(job) then
+    fresh, freshEnded = nil, true
+  elseif fromFresh then
     placeFresh(takeFresh())
   elseif fromJobs then
     readyAt = readyAt + 2
@@ -377,6 +408,7 @@ local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if delivered < wanted then
   -- Some asked in vain: say when to look again.
   nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
+  if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
   if not isPausedOrMaxed and rateLimitMs == 0 and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
       or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
     nextWakeUs, more = now, 1

@@ -49,7 +49,7 @@ describe('leased delivery rules', () => {
       bullmqKeys: new QueueKeys(prefix).getKeys('r1'), queueKeys: q, throttlePrefix: new ThrottleKeys(prefix).throttlePrefix,
       lockDuration: 30_000, leaseMs, workerName: '', gen: (await redis.hget(q.state, 'gen'))!, durableRedis: false,
     };
-    const first = await takeLeasedJobs(runner, { ...call, tokens: ['t0'] }, 10, [], '');
+    const first = await takeLeasedJobs(runner, { ...call, tokens: ['t0'] }, 10, 0, [], '');
     expect(first.reply.jobs).toEqual([]);
     expect(first.lease.wanted).toHaveLength(1);
     const { member } = first.lease.wanted[0];
@@ -58,24 +58,24 @@ describe('leased delivery rules', () => {
     const deposit = (requestUs: number, nonce: string) => ({ member, requestUs, grantUs: 1, nonce, count: 1, roomInMs: 0, lacking: '', refill: false });
 
     // Requested more than h ago: refused on arrival, counted expired, answered for return.
-    const late = await takeLeasedJobs(runner, { ...call, tokens: ['t1'] }, 0, [deposit((await nowUs()) - (leaseMs + 5) * 1000, 'late')], node);
+    const late = await takeLeasedJobs(runner, { ...call, tokens: ['t1'] }, 0, 0, [deposit((await nowUs()) - (leaseMs + 5) * 1000, 'late')], node);
     expect(late.reply.jobs).toEqual([]);
     expect(late.lease.expired).toBe(1);
     expect(late.lease.returns.map((r) => [r.nonce, r.count])).toEqual([['late/x', 1]]);
 
     // In time, but not spent within h: swept unspent and counted expired.
-    await takeLeasedJobs(runner, { ...call, tokens: [] }, 0, [deposit(await nowUs(), 'slow')], node);
+    await takeLeasedJobs(runner, { ...call, tokens: [] }, 0, 0, [deposit(await nowUs(), 'slow')], node);
     await new Promise((r) => setTimeout(r, leaseMs + 10));
-    const swept = await takeLeasedJobs(runner, { ...call, tokens: ['t2'] }, 0, [], node);
+    const swept = await takeLeasedJobs(runner, { ...call, tokens: ['t2'] }, 0, 0, [], node);
     expect(swept.reply.jobs).toEqual([]);
     expect(swept.lease.expired).toBe(1);
 
     // Measured on another node's clock (the queue's node changed since): refused.
-    const elsewhere = await takeLeasedJobs(runner, { ...call, tokens: ['t3'] }, 0, [deposit(await nowUs(), 'other')], 'another-node');
+    const elsewhere = await takeLeasedJobs(runner, { ...call, tokens: ['t3'] }, 0, 0, [deposit(await nowUs(), 'other')], 'another-node');
     expect(elsewhere.reply.jobs).toEqual([]);
 
     // In time: spent.
-    const spent = await takeLeasedJobs(runner, { ...call, tokens: ['t4'] }, 0, [deposit(await nowUs(), 'fresh')], node);
+    const spent = await takeLeasedJobs(runner, { ...call, tokens: ['t4'] }, 0, 0, [deposit(await nowUs(), 'fresh')], node);
     expect(spent.reply.jobs).toHaveLength(1);
 
     const admin = new ThrottleAdmin({ connection: connectionFor(), prefix, grantor: { connection: connectionFor(grantorServer.url) } });

@@ -51,7 +51,7 @@ export class LeasedDelivery implements Delivery {
   private last: { name: string; gen: string } = { name: '', gen: '' };
 
   constructor(private readonly context: LeasedContext) {
-    this.book = new LeaseBook(context.concurrency);
+    this.book = new LeaseBook(context.concurrency, context.leaseMs);
   }
 
   async take(call: DeliveryCall, deposits: readonly Deposit[] = [], depositsNode = ''): Promise<TakeReply> {
@@ -60,10 +60,12 @@ export class LeasedDelivery implements Delivery {
       this.context.queue(),
       { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
       this.leasing ? 0 : WANTS_LIMIT,
+      this.book.refillBelow(),
       deposits,
       depositsNode,
     );
     this.book.expired(lease.expired);
+    this.book.delivered(reply.jobs.length, Date.now());
     if (lease.returns.length > 0) this.giveBack(lease.returns);
     if (call.tokens.length > 0) this.asking = call.tokens.length - reply.jobs.length - reply.refused.size;
     // Slots waiting for tokens, or a flowing class whose pool runs low (leased ahead, so its next jobs need not wait).
@@ -81,6 +83,7 @@ export class LeasedDelivery implements Delivery {
 
   private async leaseAndDeposit(requests: readonly LeaseRequest[], requestUs: number, node: string): Promise<void> {
     const asker = { queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis };
+    const sentMs = Date.now();
     let answer = await leaseTokens(this.context.grantor(), asker, requests);
     if (answer.status === 'report') {
       // The grantor is rebuilding its counts after a restart or failover: tell it what this queue delivered.
@@ -88,7 +91,7 @@ export class LeasedDelivery implements Delivery {
       await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles());
       answer = await leaseTokens(this.context.grantor(), asker, requests);
     }
-    this.book.answered(requests, answer.results, Date.now());
+    this.book.answered(requests, answer.results, Date.now(), Date.now() - sentMs);
     const nonce = randomBytes(6).toString('base64url');
     const deposits: Deposit[] = requests.map((request, i) => ({
       member: request.member, requestUs, grantUs: answer.grantUs, nonce: `${nonce}.${i}`,

@@ -6,53 +6,111 @@ export function bucketIdsOf(member: string): string[] {
   return rest === '*' ? [] : rest.split('|');
 }
 
+/** How many lease round trips the tokens leased ahead should last at the rate the worker delivers. */
+const ROUND_TRIPS_AHEAD = 3;
+/** ...but never more than this share of h: tokens leased ahead must be spent before they expire. */
+const MOST_OF_LEASE = 0.5;
+/** Delivery rate and round trip are smoothed over samples at least this long apart. */
+const SAMPLE_MS = 50;
+const SMOOTHING = 0.3;
+
 /**
  * How many tokens a worker leases, and for which classes. A token leased and not spent within h is
  * wasted for a whole W + h (the grantor counted it), so a worker leases for the slots asking now, first
- * classes first in queue order, plus a few ahead so that the next slots to ask need not wait on the grantor:
- * `ahead` grows by one after every lease round in which nothing expired and halves when tokens expire.
+ * classes first in queue order, plus `ahead` more so that the next slots to ask need not wait on the grantor.
+ * A pool that runs dry costs more than the wait: the jobs behind it are filed into their class and delivered
+ * from there later, several Redis commands a job. So `ahead` covers what the worker delivers in
+ * ROUND_TRIPS_AHEAD lease round trips (measured, both smoothed), capped at MOST_OF_LEASE of h so that it is
+ * spent in time, and a pool is refilled once a call leaves it with less than what is spent while one round
+ * is in flight (refillBelow). A floor under that starts at a quarter of the worker's slots, doubles after a
+ * round that slots had to wait for and grows by one after any other, up to what MOST_OF_LEASE of h spends.
+ * When tokens expire, what is leased ahead halves (and regrows by doubling).
  * A class the grantor had no room for is not asked for again before the grantor said room returns.
  */
 export class LeaseBook {
-  private ahead: number;
+  private base: number;
+  /** Slots asked in vain when the round now in flight was planned. */
+  private dry = false;
+  /** 1, or less after tokens expired: the share of the rate-based lead leased. */
+  private scale = 1;
   private readonly retryAt = new Map<string, number>();
   private expiredSinceLease = 0;
+  private perMs = 0;
+  private roundTripMs = 0;
+  private sample = { atMs: 0, delivered: 0 };
 
-  constructor(private readonly concurrency: () => number) {
-    this.ahead = Math.ceil(concurrency() / 4);
+  constructor(private readonly concurrency: () => number, private readonly leaseMs: number) {
+    this.base = Math.ceil(concurrency() / 4);
+  }
+
+  /** Tokens leased beyond the slots asking now. */
+  ahead(): number {
+    const leadMs = Math.min(ROUND_TRIPS_AHEAD * this.roundTripMs, MOST_OF_LEASE * this.leaseMs);
+    return Math.max(Math.min(this.base, this.mostAhead()), Math.ceil(this.scale * this.perMs * leadMs));
+  }
+
+  /** What the worker spends in MOST_OF_LEASE of h, and at least its slots. */
+  private mostAhead(): number {
+    return Math.max(this.concurrency(), Math.ceil(this.perMs * MOST_OF_LEASE * this.leaseMs));
+  }
+
+  /** A pool left below this after a call asks for a refill (lua/takeLeasedJobs-19.lua). */
+  refillBelow(): number {
+    return Math.max(1, Math.ceil(this.perMs * this.roundTripMs * 1.5), Math.ceil(this.base / 2));
+  }
+
+  /** Jobs a delivery call delivered (the rate that sizes the lead). */
+  delivered(count: number, nowMs: number): void {
+    this.sample.delivered += count;
+    const elapsed = nowMs - this.sample.atMs;
+    if (elapsed < SAMPLE_MS) return;
+    const rate = this.sample.atMs === 0 ? 0 : this.sample.delivered / elapsed;
+    // An idle stretch of seconds is one sample, not a reason to keep a stale rate.
+    this.perMs = elapsed > 20 * SAMPLE_MS ? rate : this.perMs + SMOOTHING * (rate - this.perMs);
+    this.sample = { atMs: nowMs, delivered: 0 };
   }
 
   /**
-   * What to ask the grantor for, given the classes waiting (in queue order; held -1: a flowing class whose
-   * pool ran low, leased `ahead` for) and the slots asking now.
+   * What to ask the grantor for, given the classes waiting (in queue order, with their held jobs) and the
+   * buckets to refill ahead (held -1), and the slots asking now: `asking + ahead` tokens, first for held jobs,
+   * class by class; what is left refills buckets that flow (each such refill is what the slots asking wait for).
    */
   plan(wanted: readonly { member: string; held: number }[], asking: number, nowMs: number): LeaseRequest[] {
-    let left = asking + this.ahead;
+    this.dry = asking > 0;
+    let left = asking + this.ahead();
     const requests: LeaseRequest[] = [];
-    for (const { member, held } of wanted) {
-      if (left <= 0) break;
+    const ask = (member: string, count: number, refill: boolean) => {
       const retryAt = this.retryAt.get(member);
-      if (retryAt !== undefined && retryAt > nowMs) continue;
+      if (retryAt !== undefined && retryAt > nowMs) return;
       const bucketIds = bucketIdsOf(member);
-      if (bucketIds.length === 0) continue;
-      const refill = held < 0;
-      const count = Math.min(refill ? this.ahead : held, left);
-      if (count <= 0) continue;
+      if (bucketIds.length === 0 || count <= 0) return;
       requests.push({ member, bucketIds, count, refill });
       left -= count;
-    }
+    };
+    for (const { member, held } of wanted) if (held > 0 && left > 0) ask(member, Math.min(held, left), false);
+    for (const { member, held } of wanted) if (held < 0 && left > 0) ask(member, left, true);
     return requests;
   }
 
-  /** The grantor's answer: classes it had no room for wait until it said; `ahead` adapts to what expired. */
-  answered(requests: readonly LeaseRequest[], results: readonly { granted: number; roomInMs: number }[], nowMs: number): void {
+  /**
+   * The grantor's answer, `roundTripMs` after the request left (deposit included): classes it had no room
+   * for wait until it said; the lead adapts to what expired.
+   */
+  answered(requests: readonly LeaseRequest[], results: readonly { granted: number; roomInMs: number }[], nowMs: number, roundTripMs: number): void {
     requests.forEach((request, i) => {
       const { granted, roomInMs } = results[i];
       if (granted < request.count && roomInMs > 0) this.retryAt.set(request.member, nowMs + roomInMs);
       else this.retryAt.delete(request.member);
     });
-    if (this.expiredSinceLease > 0) this.ahead = Math.floor(this.ahead / 2);
-    else this.ahead = Math.min(this.concurrency(), this.ahead + 1);
+    this.roundTripMs = this.roundTripMs === 0 ? roundTripMs : this.roundTripMs + SMOOTHING * (roundTripMs - this.roundTripMs);
+    if (this.expiredSinceLease > 0) {
+      this.base = Math.max(1, Math.floor(this.base / 2));
+      this.scale /= 2;
+    } else {
+      // Slots waited for this round: the lead was short (a round trip slower than measured, a burst).
+      this.base = Math.min(this.mostAhead(), this.dry ? 2 * this.base : this.base + 1);
+      this.scale = Math.min(1, this.scale * 2);
+    }
     this.expiredSinceLease = 0;
     // Classes long gone leave the map: it holds at most the classes asked for lately.
     if (this.retryAt.size > 10_000) for (const [member, at] of this.retryAt) if (at <= nowMs) this.retryAt.delete(member);

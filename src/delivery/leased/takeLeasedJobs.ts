@@ -45,10 +45,10 @@ export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
 
 /** One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. */
 export async function takeLeasedJobs(
-  runner: ScriptRunner, call: TakeCall, wantsLimit: number, deposits: readonly Deposit[], depositsNode: string,
+  runner: ScriptRunner, call: TakeCall, wantsLimit: number, refillBelow: number, deposits: readonly Deposit[], depositsNode: string,
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput({ ...call, lateAfterUs: 0 });
-  args.push(wantsLimit, depositsNode, deposits.length);
+  args.push(wantsLimit, depositsNode, refillBelow, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
   const wantedCount = Number(lease[2]);
