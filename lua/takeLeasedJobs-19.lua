@@ -11,7 +11,8 @@
   reclassified) keeps only one token per job. Tokens not kept are answered for return to the grantor (none
   was ever spendable). A deposit wakes its own class: a class waits on one bucket, which others share, so a
   wake of that bucket might reach other classes first and leave this one waiting until its tokens expired.
-  A class refused by the grantor waits until the bucket that lacked room has it (lease-room).
+  A class refused by the grantor, or granted fewer tokens than asked, waits (once those are spent) until the
+  bucket that lacked room has it (lease-room).
 
   Input: KEYS and ARGV[1..14+K] as takeNextJobs-19.lua (ARGV[14+K] is 0 here: rule 1 covers late calls), then
     ARGV[15+K]  most classes waiting for tokens to answer (0: none)
@@ -86,12 +87,16 @@ for d = 0, depositCount - 1 do
       -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
       local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
       if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
-      rcall('HDEL', queueBase .. ':lease-room', bucket.id)
       rcall('HDEL', queueBase .. ':lease-dry', bucket.id)
       -- Classes waiting on the bucket are looked at in this call (the wake below), not when it was due.
       rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
-    elseif roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
+    end
+    -- Granted in part or not at all: once these tokens are spent, the bucket has room when the grantor said
+    -- (the worker does not ask for the class before then either).
+    if roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
       rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
+    elseif keep > 0 then
+      rcall('HDEL', queueBase .. ':lease-room', bucket.id)
     end
     if count > keep then
       returns[#returns + 1] = bucket.id
@@ -101,8 +106,13 @@ for d = 0, depositCount - 1 do
       returns[#returns + 1] = count - keep
     end
   end
-  if keep > 0 or roomInMs < 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
-  local waitedOn = keep > 0 and rcall('HGET', classStateKey, member)
+  -- A class the grantor had no room for leaves too: it waits for lease-room (its wakeup), and asks again
+  -- (noteBlocked) when it finds no token then; meanwhile it is not among the classes asked for soon.
+  if keep > 0 or roomInMs ~= 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
+  -- Tokens came, or the grantor said which bucket lacks room until when: a class waiting on another bucket
+  -- (one with no word from the grantor: it looks again every 50 ms) looks again now, and then waits on that.
+  local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', classStateKey, member)
+  if waitedOn and keep == 0 and waitedOn == lacking then waitedOn = nil end
   if waitedOn then
     -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
     local waiters = waitersKey(queueBase, waitedOn)

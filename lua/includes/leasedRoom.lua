@@ -10,7 +10,8 @@
     <queueBase>:lease-room       HASH bucket id -> us (this node's clock) the grantor said it has room again
     <queueBase>:lease-pools      SET of bucket ids that may have a pool (withdrawLeases finds them there)
     <queueBase>:lease-dry        HASH bucket id -> us (this node's clock) tokens were asked for the bucket
-                                 (a refill, a class waiting) and have not come yet (-1: more than h ago)
+                                 (a refill, a class waiting) and have not come yet; -us: when such an ask
+                                 went overdue (no tokens within h)
 
   A bucket is refilled ahead while it flows: a call that spent FLOWING_SPENT or more of its pool's tokens on
   fresh jobs (or spent one and then lacked another for a fresh job that lacked nothing else) and left fewer
@@ -24,8 +25,8 @@
   and the call takes no more fresh jobs (comingRoom.soon): filed into its class, it and every fresh job behind
   it would cost several commands more each, to be delivered from the class moments later. With many
   classes waiting (a keyed throttle), the later ones' fresh jobs are filed as in exact delivery. Past h (the
-  grantor slow or away), or once the grantor has said it has no room, fresh jobs are filed as in exact
-  delivery, so that the jobs behind, of other buckets, keep flowing.
+  grantor slow or away), and for OVERDUE_HOLD_H times h after that, or once the grantor has said it has no
+  room, fresh jobs are filed as in exact delivery, so that the jobs behind, of other buckets, keep flowing.
 
   Rule 1 of leases holds here: a token expires h (the lease) after the delivery script reply that preceded
   the worker's request for it, read on this node's clock (depositTokens stores that expiry), and a token past
@@ -58,8 +59,10 @@ local LEASED_ROOM = {
   -- from and then lacked for a fresh job that had room in its other buckets, flows: it is refilled ahead.
   -- (A keyed class's shared bucket spent for held jobs is not refilled: those jobs lack their key's tokens.)
   FLOWING_SPENT = 2,
-  -- lease-dry outlives its last mark this long (an overdue mark, -1, keeps fresh jobs filed meanwhile).
+  -- lease-dry outlives its last mark this long.
   DRY_MARK_MS = 10000,
+  -- An ask that went overdue (no tokens within h) keeps its bucket from counting as coming for this many h.
+  OVERDUE_HOLD_H = 10,
   -- A waiting class this far up lease-wants has its tokens in the worker's next lease round.
   SOON_RANK = 4,
 }
@@ -135,8 +138,17 @@ function comingRoom.askRefill(pool)
   if pool.refillAsked then return end
   pool.refillAsked = true
   rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 0, leaseArgs.gen .. '/' .. pool.bucket.id)
+  comingRoom.markAsked(pool.bucket.id)
+end
+
+-- Tokens were asked for the bucket now, unless an earlier ask is still pending, or went overdue less than
+-- OVERDUE_HOLD_H times h ago (a grantor slow or away is not waited on again at once).
+function comingRoom.markAsked(bucketId)
   local dryKey = leasedContext.queueBase .. ':lease-dry'
-  if rcall('HSETNX', dryKey, pool.bucket.id, intArg(leasedContext.now)) == 1 then rcall('PEXPIRE', dryKey, LEASED_ROOM.DRY_MARK_MS) end
+  local since = tonumber(rcall('HGET', dryKey, bucketId))
+  if since ~= nil and (since >= 0 or -since + LEASED_ROOM.OVERDUE_HOLD_H * leasedContext.leaseMs * 1000 > leasedContext.now) then return end
+  rcall('HSET', dryKey, bucketId, intArg(leasedContext.now))
+  rcall('PEXPIRE', dryKey, LEASED_ROOM.DRY_MARK_MS)
 end
 
 -- A fresh job lacked room in this bucket only: a pool this call spent from is refilled now, so that the
@@ -155,11 +167,20 @@ function comingRoom.soon(pool)
   if since + leasedContext.leaseMs * 1000 <= leasedContext.now then
     -- Overdue (the grantor is slow or away): fresh jobs are filed again until tokens come, so that the
     -- jobs behind, of other buckets, keep flowing.
-    rcall('HSET', dryKey, pool.bucket.id, -1)
+    rcall('HSET', dryKey, pool.bucket.id, intArg(-leasedContext.now))
     return false
   end
   local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
   return not (said and said > leasedContext.now)
+end
+
+-- The time the grantor said the bucket has room again has come: its waiters (left out of lease-wants until
+-- then, see noteBlocked) look again and are named there, rather than wait for room nobody asks for. Waiters
+-- with no word from the grantor are in lease-wants already, and wait for the worker's lease rounds.
+function comingRoom.lookAgain(pool)
+  if pool.count > 0 then return false end
+  local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
+  return said ~= nil and said <= leasedContext.now
 end
 
 -- A waiting class's tokens are soon there if the worker's next lease round asks for it: it is among the
@@ -170,10 +191,11 @@ function comingRoom.askedSoon(member)
 end
 
 local function noteBlocked(member, order, bucket, atUs)
+  -- The grantor said when it has room (lease-room): the class is asked for when it wakes then.
+  if atUs > leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US then return end
   rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', intArg(order), member)
   -- Asked for now: coming, for the class's fresh jobs behind, while among the first asked (askedSoon).
-  local dryKey = leasedContext.queueBase .. ':lease-dry'
-  if rcall('HSETNX', dryKey, bucket.id, intArg(leasedContext.now)) == 1 then rcall('PEXPIRE', dryKey, LEASED_ROOM.DRY_MARK_MS) end
+  comingRoom.markAsked(bucket.id)
 end
 
 local function saveRoom()

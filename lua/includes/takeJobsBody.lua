@@ -8,7 +8,8 @@
   order, bucket, atUs) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
-  the next lease round) }.
+  the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
+  room the grantor named has come, and comes only once they are asked for) }.
   Needs, defined by the including script: rcall; the locals of KEYS and ARGV that takeNextJobs-19.lua
   names (waitKey ... refusedKey, jobPrefix ... K); includes nowUs, intArg, schedulerKeys,
   throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
@@ -49,6 +50,7 @@ for _, bucketId in ipairs(due) do
   local source = roomSource(parseBucketId(bucketId))
   local room = WAKE_BATCH_MAX
   if source then room = math.min(roomLeft(source), WAKE_BATCH_MAX) end
+  if room == 0 and comingRoom and comingRoom.lookAgain(source) then room = WAKE_BATCH_MAX end
   local waiting = waitersKey(queueBase, bucketId)
   if room > 0 then
     local woken = rcall('ZPOPMIN', waiting, room)

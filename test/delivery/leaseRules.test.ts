@@ -1,6 +1,6 @@
 import { Job, Queue, QueueKeys } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { getThrottledCount, Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { takeLeasedJobs } from '../../src/delivery/leased/takeLeasedJobs';
 import { ScriptRunner } from '../../src/lua/scripts';
@@ -96,6 +96,33 @@ describe('leased delivery rules', () => {
     closers.push(() => w.close());
     await waitFor(() => done.length === 1500, 60_000, 'every job of every customer');
     expect(new Set(done).size).toBe(1500);
+  });
+
+  it('a class granted less than it asked waits for the room the grantor named, with no delivery calls meanwhile', async () => {
+    const queue = new Queue('partial', { connection: connectionFor(), prefix });
+    closers.push(() => queue.close());
+    await queue.addBulk(Array.from({ length: 40 }, (_, i) => ({ name: 'call', data: { hog: `h${i % 2}` } })));
+    const done: string[] = [];
+    // 'all' has room for everything; 'hog' lets one job of each key through per 10 minutes: the first
+    // lease for a hog class is granted 1 of what it asked, with room again in 10 minutes.
+    const w = new ThrottledWorker('partial', async (job: Job) => { done.push(job.id!); }, {
+      connection: connectionFor(), prefix, concurrency: 5, grantor: { connection: connectionFor(grantorServer.url) },
+      throttles: [Throttle.named('all').limit(100_000, '1s'), Throttle.named('hog').key([Key.data('hog')]).limit(1, '10m')],
+    });
+    w.on('error', () => undefined);
+    closers.push(() => w.close());
+    await waitFor(async () => done.length === 2 && (await getThrottledCount(queue)).held === 38, 20_000, 'one job of each key, the rest held')
+      .catch(async (error) => { throw new Error(`${error.message}: done ${done.length}, ${JSON.stringify(await getThrottledCount(queue))}`); });
+    const calls = jest.spyOn(ScriptRunner.prototype, 'run');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const deliveryCalls = calls.mock.calls.filter(([name]) => name === 'takeLeasedJobs').length;
+      // Before the fix, classes waiting on 'all' (no word from its grantor) looked again every 50 ms: 20 a second.
+      expect(deliveryCalls).toBeLessThan(5);
+    } finally {
+      calls.mockRestore();
+    }
+    expect(done).toHaveLength(2);
   });
 
   it('rule 2: saturated, at most N in any W, sustained near N / (W + h)', async () => {
