@@ -6,16 +6,12 @@
   Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
--- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
--- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, saveBucketCounters
-do
 local limitsCache = {}
 local counterList = {}
 
 -- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base),
 -- or nil when no live worker declares it.
-function throttleLimits(throttlePrefix, encodedName)
+local function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
@@ -38,7 +34,7 @@ end
 
 -- Every counter of one bucket, or nil when its throttle has no limits.
 local bucketCache = {}
-function bucketCounters(throttlePrefix, bucket, nowUs)
+local function bucketCounters(throttlePrefix, bucket, nowUs)
   local counters = bucketCache[bucket.id]
   if counters then return counters end
   local limits = throttleLimits(throttlePrefix, bucket.name)
@@ -58,7 +54,7 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
 end
 
 -- Tokens the bucket could still grant now (the tightest of its limits).
-function bucketRoom(counters)
+local function bucketRoom(counters)
   if counters.heldUntilUs > counters.nowUs then return 0 end
   local room = nil
   for _, counter in ipairs(counters) do
@@ -70,7 +66,7 @@ function bucketRoom(counters)
 end
 
 -- When the bucket next has room for one more (us), 0 when it has room now.
-function bucketRoomAtUs(counters)
+local function bucketRoomAtUs(counters)
   local at = 0
   if counters.heldUntilUs > counters.nowUs then at = counters.heldUntilUs end
   for i = 1, #counters do
@@ -84,7 +80,6 @@ function bucketRoomAtUs(counters)
   return at
 end
 
-function saveBucketCounters()
+local function saveBucketCounters()
   for _, counter in ipairs(counterList) do saveCounter(counter) end
 end
-end -- of the block that keeps the helpers local

@@ -25,10 +25,6 @@
   The including script defines `local rcall = redis.call`.
 ]]
 --- @include "intArg"
--- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
--- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, sweepCounter, loadCounter, hasRoom, addToken, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
-do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
 local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
@@ -63,7 +59,7 @@ local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
 end
 
 -- The slot of a token granted at grantUs, and its release time as an offset (steps, rounded up) into that slot.
-function slotOf(counter, grantUs, leaseMs)
+local function slotOf(counter, grantUs, leaseMs)
   local releaseUs = grantUs + (counter.g.windowMs + leaseMs) * 1000
   local k = math.ceil(releaseUs / counter.g.slot)
   return k, math.ceil((releaseUs - (k - 1) * counter.g.slot) / counter.g.step)
@@ -74,7 +70,7 @@ local function releaseUsOf(counter, k, value)
 end
 
 -- Drops every slot released by now, keeping n in step.
-function sweepCounter(counter, nowUs)
+local function sweepCounter(counter, nowUs)
   counter.swept = true
   if counter.lo == nil then return end
   local key = counter.key
@@ -116,7 +112,7 @@ function sweepCounter(counter, nowUs)
   if #removed > 0 then rcall('HDEL', key, unpack(removed)) end
 end
 
-function loadCounter(key, max, windowMs, nowUs)
+local function loadCounter(key, max, windowMs, nowUs)
   local header = rcall('HGET', key, 'h')
   local n, lo, hi, x = 0, nil, nil, nil
   if header then
@@ -130,7 +126,7 @@ function loadCounter(key, max, windowMs, nowUs)
 end
 
 -- True when one more token fits; sweeps first when the stored count says full.
-function hasRoom(counter)
+local function hasRoom(counter)
   if counter.n < counter.max then return true end
   if not counter.swept then sweepCounter(counter, counter.nowUs) end
   return counter.n < counter.max
@@ -138,7 +134,7 @@ end
 
 -- Counts one more token granted now (counter.nowUs) with lease leaseMs; every token a run adds to one
 -- counter is granted at that moment with that lease.
-function addToken(counter, leaseMs)
+local function addToken(counter, leaseMs)
   counter.n = counter.n + 1
   if counter.added > 0 then
     counter.added = counter.added + 1
@@ -153,7 +149,7 @@ end
 
 -- Counts `count` tokens released at releaseUs (a time of the counter's own choosing: deliveries another node
 -- recorded, counted again after a failover). Written at once; a run that uses this adds no token otherwise.
-function addTokensReleasedAt(counter, releaseUs, count)
+local function addTokensReleasedAt(counter, releaseUs, count)
   if count <= 0 or releaseUs <= counter.nowUs then return end
   local k = math.ceil(releaseUs / counter.g.slot)
   local offset = math.ceil((releaseUs - (k - 1) * counter.g.slot) / counter.g.step)
@@ -168,7 +164,7 @@ function addTokensReleasedAt(counter, releaseUs, count)
 end
 
 -- The stored and just-added slots as { k, count, releaseUs }, earliest first.
-function slotsInOrder(counter)
+local function slotsInOrder(counter)
   local slots = {}
   local flat = rcall('HGETALL', counter.key)
   for i = 1, #flat, 2 do
@@ -199,7 +195,7 @@ end
 -- A full counter takes no more tokens within a script, so its answer is worked out once per script
 -- (kept here, not in the counter, which has no field to spare).
 local roomAtUsOf = {}
-function roomAtUs(counter)
+local function roomAtUs(counter)
   if hasRoom(counter) then return 0 end
   local excess = counter.n - counter.max + 1
   if excess <= 0 then return 0 end
@@ -219,7 +215,7 @@ function roomAtUs(counter)
 end
 
 -- Stops counting one token granted at grantUs; false when it was no longer counted.
-function removeToken(counter, grantUs, leaseMs, nowUs)
+local function removeToken(counter, grantUs, leaseMs, nowUs)
   local k = slotOf(counter, grantUs, leaseMs)
   local field = intArg(k)
   local value = tonumber(rcall('HGET', counter.key, field))
@@ -237,12 +233,12 @@ end
 -- Throttle base -> { score, bucket, ... } for its :active index, written once per script.
 local pendingActive = {}
 
-function flushActiveIndexes()
+local function flushActiveIndexes()
   for base, pending in pairs(pendingActive) do rcall('ZADD', base .. ':active', 'GT', unpack(pending)) end
   pendingActive = {}
 end
 
-function saveCounter(counter)
+local function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
   if counter.statsBase and counter.n >= counter.max and counter.added > 0 then
@@ -287,4 +283,3 @@ function saveCounter(counter)
   end
 
 end
-end -- of the block that keeps the helpers local
