@@ -42,89 +42,93 @@ local rcall = redis.call
 --- @include "includes/nodeIdentity"
 --- @include "includes/leasedRoom"
 
-local POOL_GRACE_MS = 10000
 local leaseArgsAt = 15 + K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
 
-local depositNow = nowUs()
-local nodeKey = queueBase .. ':node'
-if checkNodeIdentity(nodeKey, math.floor(depositNow / 1000)) == 'changed' then
-  for _, bucketId in ipairs(rcall('SMEMBERS', queueBase .. ':lease-pools')) do rcall('DEL', poolKey(queueBase, bucketId)) end
-  rcall('DEL', queueBase .. ':lease-pools')
-end
-local node = rcall('HGET', nodeKey, 'id')
+-- Locals of the deposits are scoped to this block (a script's main chunk holds at most 200).
+local node
+do
+  local POOL_GRACE_MS = 10000
+  local depositNow = nowUs()
+  local nodeKey = queueBase .. ':node'
+  if checkNodeIdentity(nodeKey, math.floor(depositNow / 1000)) == 'changed' then
+    for _, bucketId in ipairs(rcall('SMEMBERS', queueBase .. ':lease-pools')) do rcall('DEL', poolKey(queueBase, bucketId)) end
+    rcall('DEL', queueBase .. ':lease-pools')
+  end
+  node = rcall('HGET', nodeKey, 'id')
 
--- Grants since the last call go into the pools (or back) before anything is delivered.
-local sameNode = ARGV[leaseArgsAt + 1] == node
-leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 2])
-local depositCount = tonumber(ARGV[leaseArgsAt + 3])
-local currentGen = rcall('HGET', stateKey, 'gen') or ''
-leaseArgs.gen = currentGen
-for d = 0, depositCount - 1 do
-  local at = leaseArgsAt + 4 + 8 * d
-  local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
-  local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
-  local memberGen, buckets = parseClass(member)
-  local expiresUs = requestUs + leaseMs * 1000
-  local keep = 0
-  if count > 0 and sameNode and expiresUs > depositNow and memberGen == currentGen then
-    keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
-  end
-  if count > 0 and (expiresUs <= depositNow or not sameNode) then
-    for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count) end
-  end
-  for _, bucket in ipairs(buckets) do
-    local pool = poolKey(queueBase, bucket.id)
-    if keep > 0 then
-      local tokens = {}
-      for k = 1, keep do
-        tokens[#tokens + 1] = intArg(expiresUs)
-        tokens[#tokens + 1] = grantUs .. ':' .. leaseMs .. ':' .. nonce .. ':' .. k
+  -- Grants since the last call go into the pools (or back) before anything is delivered.
+  local sameNode = ARGV[leaseArgsAt + 1] == node
+  leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 2])
+  local depositCount = tonumber(ARGV[leaseArgsAt + 3])
+  local currentGen = rcall('HGET', stateKey, 'gen') or ''
+  leaseArgs.gen = currentGen
+  for d = 0, depositCount - 1 do
+    local at = leaseArgsAt + 4 + 8 * d
+    local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
+    local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
+    local memberGen, buckets = parseClass(member)
+    local expiresUs = requestUs + leaseMs * 1000
+    local keep = 0
+    if count > 0 and sameNode and expiresUs > depositNow and memberGen == currentGen then
+      keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
+    end
+    if count > 0 and (expiresUs <= depositNow or not sameNode) then
+      for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count) end
+    end
+    for _, bucket in ipairs(buckets) do
+      local pool = poolKey(queueBase, bucket.id)
+      if keep > 0 then
+        local tokens = {}
+        for k = 1, keep do
+          tokens[#tokens + 1] = intArg(expiresUs)
+          tokens[#tokens + 1] = grantUs .. ':' .. leaseMs .. ':' .. nonce .. ':' .. k
+        end
+        rcall('ZADD', pool, unpack(tokens))
+        rcall('SADD', queueBase .. ':lease-pools', bucket.id)
+        -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
+        local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
+        if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
+        rcall('HDEL', queueBase .. ':lease-dry', bucket.id)
+        -- Classes waiting on the bucket are looked at in this call (the wake below), not when it was due.
+        rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
       end
-      rcall('ZADD', pool, unpack(tokens))
-      rcall('SADD', queueBase .. ':lease-pools', bucket.id)
-      -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
-      local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
-      if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
-      rcall('HDEL', queueBase .. ':lease-dry', bucket.id)
-      -- Classes waiting on the bucket are looked at in this call (the wake below), not when it was due.
-      rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
+      -- Granted in part or not at all: once these tokens are spent, the bucket has room when the grantor said
+      -- (the worker does not ask for the class before then either).
+      if roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
+        rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
+      elseif keep > 0 then
+        rcall('HDEL', queueBase .. ':lease-room', bucket.id)
+      end
+      if count > keep then
+        returns[#returns + 1] = bucket.id
+        returns[#returns + 1] = grantUs
+        returns[#returns + 1] = leaseMs
+        returns[#returns + 1] = nonce .. '/x'
+        returns[#returns + 1] = count - keep
+      end
     end
-    -- Granted in part or not at all: once these tokens are spent, the bucket has room when the grantor said
-    -- (the worker does not ask for the class before then either).
-    if roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
-      rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
-    elseif keep > 0 then
-      rcall('HDEL', queueBase .. ':lease-room', bucket.id)
+    -- A class the grantor had no room for leaves too: it waits for lease-room (its wakeup), and asks again
+    -- (noteBlocked) when it finds no token then; meanwhile it is not among the classes asked for soon.
+    if keep > 0 or roomInMs ~= 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
+    -- Tokens came, or the grantor said which bucket lacks room until when: a class waiting on another bucket
+    -- (one with no word from the grantor: it looks again every 50 ms) looks again now, and then waits on that.
+    local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', classStateKey, member)
+    if waitedOn and keep == 0 and waitedOn == lacking then waitedOn = nil end
+    if waitedOn then
+      -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
+      local waiters = waitersKey(queueBase, waitedOn)
+      local order = rcall('ZSCORE', waiters, member)
+      rcall('ZREM', waiters, member)
+      rcall('HDEL', classStateKey, member)
+      rcall('ZREM', blockedSinceKey, member)
+      local held = rcall('ZCARD', classJobsKey(queueBase, member))
+      noteWaiting(queueBase, parseBucketId(waitedOn), -held)
+      if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end
+      if order then rcall('ZADD', readyClassesKey, order, member) end
+      if rcall('EXISTS', waiters) == 0 then rcall('ZREM', wakeupsKey, waitedOn) end
     end
-    if count > keep then
-      returns[#returns + 1] = bucket.id
-      returns[#returns + 1] = grantUs
-      returns[#returns + 1] = leaseMs
-      returns[#returns + 1] = nonce .. '/x'
-      returns[#returns + 1] = count - keep
-    end
-  end
-  -- A class the grantor had no room for leaves too: it waits for lease-room (its wakeup), and asks again
-  -- (noteBlocked) when it finds no token then; meanwhile it is not among the classes asked for soon.
-  if keep > 0 or roomInMs ~= 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
-  -- Tokens came, or the grantor said which bucket lacks room until when: a class waiting on another bucket
-  -- (one with no word from the grantor: it looks again every 50 ms) looks again now, and then waits on that.
-  local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', classStateKey, member)
-  if waitedOn and keep == 0 and waitedOn == lacking then waitedOn = nil end
-  if waitedOn then
-    -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
-    local waiters = waitersKey(queueBase, waitedOn)
-    local order = rcall('ZSCORE', waiters, member)
-    rcall('ZREM', waiters, member)
-    rcall('HDEL', classStateKey, member)
-    rcall('ZREM', blockedSinceKey, member)
-    local held = rcall('ZCARD', classJobsKey(queueBase, member))
-    noteWaiting(queueBase, parseBucketId(waitedOn), -held)
-    if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end
-    if order then rcall('ZADD', readyClassesKey, order, member) end
-    if rcall('EXISTS', waiters) == 0 then rcall('ZREM', wakeupsKey, waitedOn) end
   end
 end
 

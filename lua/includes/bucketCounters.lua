@@ -6,12 +6,16 @@
   Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
+-- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
+-- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
+local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, saveBucketCounters
+do
 local limitsCache = {}
 local counterList = {}
 
 -- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base),
 -- or nil when no live worker declares it.
-local function throttleLimits(throttlePrefix, encodedName)
+function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
@@ -34,7 +38,7 @@ end
 
 -- Every counter of one bucket, or nil when its throttle has no limits.
 local bucketCache = {}
-local function bucketCounters(throttlePrefix, bucket, nowUs)
+function bucketCounters(throttlePrefix, bucket, nowUs)
   local counters = bucketCache[bucket.id]
   if counters then return counters end
   local limits = throttleLimits(throttlePrefix, bucket.name)
@@ -54,7 +58,7 @@ local function bucketCounters(throttlePrefix, bucket, nowUs)
 end
 
 -- Tokens the bucket could still grant now (the tightest of its limits).
-local function bucketRoom(counters)
+function bucketRoom(counters)
   if counters.heldUntilUs > counters.nowUs then return 0 end
   local room = nil
   for _, counter in ipairs(counters) do
@@ -66,7 +70,7 @@ local function bucketRoom(counters)
 end
 
 -- When the bucket next has room for one more (us), 0 when it has room now.
-local function bucketRoomAtUs(counters)
+function bucketRoomAtUs(counters)
   local at = 0
   if counters.heldUntilUs > counters.nowUs then at = counters.heldUntilUs end
   for i = 1, #counters do
@@ -80,6 +84,7 @@ local function bucketRoomAtUs(counters)
   return at
 end
 
-local function saveBucketCounters()
+function saveBucketCounters()
   for _, counter in ipairs(counterList) do saveCounter(counter) end
 end
+end -- of the block that keeps the helpers local

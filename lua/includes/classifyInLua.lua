@@ -16,7 +16,11 @@
   class of those buckets; it is built only when needed, as a job that goes at once needs no class name.
   Needs cjson (Redis's Lua has it).
 ]]
-local function parseClassSpec(text)
+-- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
+-- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
+local parseClassSpec, classifyInLua, classMember
+do
+function parseClassSpec(text)
   if not text or text == '' then return nil end
   local spec = cjson.decode(text)
   spec.needsData, spec.needsName = false, false
@@ -78,7 +82,7 @@ local function keyPartSegment(part, name, data)
 end
 
 -- One job's buckets, or nil when the worker's classifier must place it.
-local function classifyInLua(spec, name, dataText)
+function classifyInLua(spec, name, dataText)
   local data
   if spec.needsData then
     -- JSON.parse refuses raw control characters, hex, Infinity and NaN, which cjson would take. (%c
@@ -127,10 +131,11 @@ local function classifyInLua(spec, name, dataText)
 end
 
 -- The class member of a job of config generation gen that draws from these buckets (in spec order).
-local function classMember(gen, buckets)
+function classMember(gen, buckets)
   if #buckets == 0 then return gen .. '/*' end
   if #buckets == 1 then return gen .. '/' .. buckets[1].id end
   local ids = {}
   for i = 1, #buckets do ids[i] = buckets[i].id end
   return gen .. '/' .. table.concat(ids, '|')
 end
+end -- of the block that keeps the helpers local

@@ -22,6 +22,10 @@
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
   Needs includes/nodeIdentity, includes/recoveryHold, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
+-- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
+-- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
+local noticeGrantorChange, gatherState
+do
 -- Workers refresh their declarations every third of this (ThrottledWorker's declarationTtlMs default).
 local DEFAULT_DECLARATION_TTL_MS = 15000
 -- Queues that report late have this long after the hold before they are given up on.
@@ -49,7 +53,7 @@ end
 
 -- Call once per script, before any counter is read. exactHere: the caller counts deliveries on this node
 -- itself (exact delivery), so what it counted may be lost with the node.
-local function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere)
+function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
   local seen = checkNodeIdentity(recordKey, nowMs)
@@ -88,7 +92,7 @@ local function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exac
 end
 
 -- While a gather is on: 'report' (this queue must report first), 'wait' (others have not), or nil (done).
-local function gatherState(throttlePrefix, nowMs, queueId)
+function gatherState(throttlePrefix, nowMs, queueId)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
   local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch')
@@ -115,3 +119,4 @@ local function gatherState(throttlePrefix, nowMs, queueId)
   rcall('HSET', recordKey, 'gathering', '')
   return nil
 end
+end -- of the block that keeps the helpers local

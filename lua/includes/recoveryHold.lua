@@ -15,19 +15,23 @@
   The record is the namespace's <throttlePrefix>:grantor HASH: id, since (nodeIdentity), holdFrom (ms, this
   node's clock), hold, holdMs, perThrottle. The including script defines rcall.
 ]]
+-- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
+-- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
+local beginRecoveryHold, holdThrottleUntil, recoveryHeldUntilUs
+do
 -- Clocks may run apart by this much over a hold: it is added to every hold.
 local HOLD_MARGIN_MS = 100
 
 local recoveryRecord
 
-local function beginRecoveryHold(throttlePrefix, nowMs, hold, leaseMs)
+function beginRecoveryHold(throttlePrefix, nowMs, hold, leaseMs)
   local recordKey = throttlePrefix .. ':grantor'
   rcall('HSET', recordKey, 'holdFrom', nowMs, 'hold', hold, 'holdMs', leaseMs + HOLD_MARGIN_MS)
   recoveryRecord = nil
 end
 
 -- Holds one throttle (its encoded name) until untilMs at least.
-local function holdThrottleUntil(throttlePrefix, encodedName, untilMs)
+function holdThrottleUntil(throttlePrefix, encodedName, untilMs)
   local holdsKey = throttlePrefix .. ':grantor:holds'
   if untilMs > tonumber(rcall('HGET', holdsKey, encodedName) or 0) then rcall('HSET', holdsKey, encodedName, untilMs) end
   rcall('HSET', throttlePrefix .. ':grantor', 'perThrottle', '1')
@@ -35,7 +39,7 @@ local function holdThrottleUntil(throttlePrefix, encodedName, untilMs)
 end
 
 -- When the throttle (its limits as bucketCounters' throttleLimits reads them) is no longer held, in us; 0: not held.
-local function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
+function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   if recoveryRecord == nil then
     local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs', 'perThrottle')
     recoveryRecord = { from = tonumber(fields[1]), hold = fields[2], holdMs = tonumber(fields[3]) or 0, perThrottle = fields[4] == '1' }
@@ -53,3 +57,4 @@ local function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   end
   return untilMs * 1000
 end
+end -- of the block that keeps the helpers local

@@ -25,6 +25,10 @@
   The including script defines `local rcall = redis.call`.
 ]]
 --- @include "intArg"
+-- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
+-- locals, and the delivery scripts, with bullmq's includes, come close to that.
+local slotOf, sweepCounter, loadCounter, hasRoom, addToken, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
+do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
 local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
@@ -59,7 +63,7 @@ local function newCounter(key, max, windowMs, n, lo, hi, expiresAt, nowUs)
 end
 
 -- The slot of a token granted at grantUs, and its release time as an offset (steps, rounded up) into that slot.
-local function slotOf(counter, grantUs, leaseMs)
+function slotOf(counter, grantUs, leaseMs)
   local releaseUs = grantUs + (counter.g.windowMs + leaseMs) * 1000
   local k = math.ceil(releaseUs / counter.g.slot)
   return k, math.ceil((releaseUs - (k - 1) * counter.g.slot) / counter.g.step)
@@ -70,7 +74,7 @@ local function releaseUsOf(counter, k, value)
 end
 
 -- Drops every slot released by now, keeping n in step.
-local function sweepCounter(counter, nowUs)
+function sweepCounter(counter, nowUs)
   counter.swept = true
   if counter.lo == nil then return end
   local key = counter.key
@@ -112,7 +116,7 @@ local function sweepCounter(counter, nowUs)
   if #removed > 0 then rcall('HDEL', key, unpack(removed)) end
 end
 
-local function loadCounter(key, max, windowMs, nowUs)
+function loadCounter(key, max, windowMs, nowUs)
   local header = rcall('HGET', key, 'h')
   local n, lo, hi, x = 0, nil, nil, nil
   if header then
@@ -126,7 +130,7 @@ local function loadCounter(key, max, windowMs, nowUs)
 end
 
 -- True when one more token fits; sweeps first when the stored count says full.
-local function hasRoom(counter)
+function hasRoom(counter)
   if counter.n < counter.max then return true end
   if not counter.swept then sweepCounter(counter, counter.nowUs) end
   return counter.n < counter.max
@@ -134,7 +138,7 @@ end
 
 -- Counts one more token granted now (counter.nowUs) with lease leaseMs; every token a run adds to one
 -- counter is granted at that moment with that lease.
-local function addToken(counter, leaseMs)
+function addToken(counter, leaseMs)
   counter.n = counter.n + 1
   if counter.added > 0 then
     counter.added = counter.added + 1
@@ -149,7 +153,7 @@ end
 
 -- Counts `count` tokens released at releaseUs (a time of the counter's own choosing: deliveries another node
 -- recorded, counted again after a failover). Written at once; a run that uses this adds no token otherwise.
-local function addTokensReleasedAt(counter, releaseUs, count)
+function addTokensReleasedAt(counter, releaseUs, count)
   if count <= 0 or releaseUs <= counter.nowUs then return end
   local k = math.ceil(releaseUs / counter.g.slot)
   local offset = math.ceil((releaseUs - (k - 1) * counter.g.slot) / counter.g.step)
@@ -164,7 +168,7 @@ local function addTokensReleasedAt(counter, releaseUs, count)
 end
 
 -- The stored and just-added slots as { k, count, releaseUs }, earliest first.
-local function slotsInOrder(counter)
+function slotsInOrder(counter)
   local slots = {}
   local flat = rcall('HGETALL', counter.key)
   for i = 1, #flat, 2 do
@@ -195,7 +199,7 @@ end
 -- A full counter takes no more tokens within a script, so its answer is worked out once per script
 -- (kept here, not in the counter, which has no field to spare).
 local roomAtUsOf = {}
-local function roomAtUs(counter)
+function roomAtUs(counter)
   if hasRoom(counter) then return 0 end
   local excess = counter.n - counter.max + 1
   if excess <= 0 then return 0 end
@@ -215,7 +219,7 @@ local function roomAtUs(counter)
 end
 
 -- Stops counting one token granted at grantUs; false when it was no longer counted.
-local function removeToken(counter, grantUs, leaseMs, nowUs)
+function removeToken(counter, grantUs, leaseMs, nowUs)
   local k = slotOf(counter, grantUs, leaseMs)
   local field = intArg(k)
   local value = tonumber(rcall('HGET', counter.key, field))
@@ -233,12 +237,12 @@ end
 -- Throttle base -> { score, bucket, ... } for its :active index, written once per script.
 local pendingActive = {}
 
-local function flushActiveIndexes()
+function flushActiveIndexes()
   for base, pending in pairs(pendingActive) do rcall('ZADD', base .. ':active', 'GT', unpack(pending)) end
   pendingActive = {}
 end
 
-local function saveCounter(counter)
+function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
   if counter.statsBase and counter.n >= counter.max and counter.added > 0 then
@@ -283,3 +287,4 @@ local function saveCounter(counter)
   end
 
 end
+end -- of the block that keeps the helpers local
