@@ -108,9 +108,18 @@ local function roomLeft(pool)
   return pool.count
 end
 
+-- When the grantor said the pool's bucket has room again (lease-room; false: it said nothing), read once a
+-- call: deposits, the only writers, ran before the delivery body.
+local function roomSaidAtUs(pool)
+  if pool.saidUs == nil then
+    pool.saidUs = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id)) or false
+  end
+  return pool.saidUs or nil
+end
+
 local function roomReturnsAtUs(pool)
   if pool.count > 0 then return 0 end
-  local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
+  local said = roomSaidAtUs(pool)
   if said and said > leasedContext.now then return said end
   return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
 end
@@ -170,7 +179,7 @@ function comingRoom.soon(pool)
     rcall('HSET', dryKey, pool.bucket.id, intArg(-leasedContext.now))
     return false
   end
-  local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
+  local said = roomSaidAtUs(pool)
   return not (said and said > leasedContext.now)
 end
 
@@ -179,7 +188,7 @@ end
 -- with no word from the grantor are in lease-wants already, and wait for the worker's lease rounds.
 function comingRoom.lookAgain(pool)
   if pool.count > 0 then return false end
-  local said = tonumber(rcall('HGET', leasedContext.queueBase .. ':lease-room', pool.bucket.id))
+  local said = roomSaidAtUs(pool)
   return said ~= nil and said <= leasedContext.now
 end
 
