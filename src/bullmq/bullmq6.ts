@@ -3,8 +3,9 @@ import type { createRedisBackend, Job, RedisQueueBackend, WorkerOptions } from '
 // which has no createRedisBackend.
 import * as bullmq from 'bullmq';
 import { BullmqAdapter, Gate, GatedQueue } from './BullmqAdapter';
+import { settleOnReady } from './settleOnReady';
 
-type Backend = RedisQueueBackend & { closing?: unknown };
+type Backend = RedisQueueBackend & { closing?: unknown; reconnectBlocking?: () => Promise<void>; blockingClient?: Promise<unknown> };
 
 /**
  * bullmq 6: every path by which a job reaches a worker runs through its Redis backend, which the Worker
@@ -38,6 +39,8 @@ function gateBackend(backend: RedisQueueBackend, gate: Gate, workerOptions: Work
   const moveToFailed = b.moveToFailed.bind(b);
   const moveToDelayed = b.moveToDelayed.bind(b);
   b.moveToActive = (token: string, name?: string) => gate.deliver(token, name);
+  // 6.x before the blocking-connection watchdog has no reconnectBlocking (nor the hang it works around).
+  if (typeof b.reconnectBlocking === 'function') b.reconnectBlocking = settleOnReady(b.reconnectBlocking.bind(b), () => b.blockingClient);
   // Completions go in batches through the installed bullmq's moveToFinished (JobCompleter).
   b.moveToCompleted = ((job, returnValue, removeOnComplete, token, fetchNext) =>
     gate.finishThenFetch(gate.complete(job as never, returnValue, removeOnComplete as never, token), token, fetchNext)) as typeof b.moveToCompleted;

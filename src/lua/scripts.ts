@@ -67,7 +67,19 @@ export class ScriptRunner {
     scripts.forEach((s, i) => void this.send(target, defined[i], s.keys, s.args));
     for (const [command, ...args] of commands) pipeline.call(String(command), ...args);
     const results = (await pipeline.exec()) ?? [];
-    return results.map(([error, reply]) => ({ error: error ?? undefined, reply }));
+    const entries = results.map(([error, reply]) => ({ error: error ?? undefined, reply }));
+    if (entries.some((e) => e.error && /^(MOVED|ASK) /.test(e.error.message))) this.refreshSlots();
+    return entries;
+  }
+
+  /**
+   * ioredis retries a cluster pipeline on MOVED only when every command in it failed alike; a keyless WAIT
+   * with them answers otherwise, so the pipeline fails and ioredis keeps the stale slot map until its next
+   * periodic refresh (seconds, after a failover). Refreshing now lets the next call reach the new master.
+   */
+  private refreshSlots(): void {
+    const cluster = this.client as unknown as { refreshSlotsCache?: (callback?: () => void) => void };
+    if (typeof cluster.refreshSlotsCache === 'function') cluster.refreshSlotsCache(() => undefined);
   }
 
   private defined(name: string): LuaScript {
