@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 // A namespace import: the same bullmq module as the Worker's (ESM or CommonJS), and no link error for names a line lacks.
 import * as bullmq from 'bullmq';
 import { BullmqAdapter, FinishArgs, Finished, Gate } from './BullmqAdapter';
+import { settleOnReady } from './settleOnReady';
 
 /** bullmq 5's Scripts, as far as delivery goes (the Worker's `scripts`, which its jobs share, see gateJobScripts). */
 interface Scripts5 {
@@ -55,6 +56,9 @@ export const bullmq5: BullmqAdapter = {
 
   afterConstruct(worker: object, gate: Gate): void {
     const w = worker as Worker5 & { [GATED]?: true };
+    // 5.x resets an overdue blocking connection as 6.x does, and hangs alike on a failing cluster (src/bullmq/settleOnReady.ts).
+    const blocking = (worker as { blockingConnection?: { reconnect?: () => Promise<void>; client: Promise<unknown> } }).blockingConnection;
+    if (blocking && typeof blocking.reconnect === 'function') blocking.reconnect = settleOnReady(blocking.reconnect.bind(blocking), () => blocking.client);
     const scripts = w.scripts;
     const moveToFinishedArgs = scripts.moveToFinishedArgs.bind(scripts);
     const moveToFinished = scripts.moveToFinished.bind(scripts);
