@@ -5,10 +5,13 @@
   Deliveries are decided in order, each seeing the tokens granted before it in the batch.
 
   Input:
-    KEYS[1..K]      window counters, one HASH per (bucket, limit)
+    KEYS[1..K]      counters, one per (bucket, limit): a window counter (HASH), or a rate (STRING
+                    <throttle base>:b:<bucket>:r, includes/rateCounter)
     ARGV[1]         leaseMs (h): a token counts against a window of W + h
     ARGV[2]         K, the number of counters
-    ARGV[3..2K+2]   for counter i: max N (ARGV[2i+1]) and window W in ms (ARGV[2i+2])
+    ARGV[3..2K+2]   for counter i: max N (ARGV[2i+1]) and window W in ms (ARGV[2i+2]); for a rate,
+                    "n perMs burst" and 'r' (granted short of its burst by h, or by the published lease of
+                    the throttle's leased workers, the limits' rh, when longer)
     ARGV[2K+3]      D, the number of deliveries; then for each: c, followed by c counter indices (1-based)
     then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
     (test builds read one more trailing ARGV, a clock offset in ms)
@@ -27,6 +30,7 @@ local rcall = redis.call
 --- @include "includes/intArg"
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
+--- @include "includes/rateCounter"
 --- @include "includes/nodeIdentity"
 --- @include "includes/recoveryHold"
 --- @include "includes/grantorRecovery"
@@ -51,20 +55,33 @@ end
 
 local counters = {}
 for i = 1, counterCount do
-  local windowMs = tonumber(ARGV[2 * i + 2])
-  counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), windowMs, now)
-  -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
-  local untilMs = heldUntilMs + (windowHold and windowMs or 0)
-  if untilMs * 1000 > now then counters[i].heldUntilUs = untilMs * 1000 end
+  local untilMs
+  if ARGV[2 * i + 2] == 'r' then
+    -- The throttle's limits key, from the rate's key (<base>:b:<bucket>:r; a bucket segment holds no ':').
+    local limitsKey = string.match(KEYS[i], '^(.*):b:[^:]*:r$') .. ':limits'
+    local published = tonumber(rcall('HGET', limitsKey, 'rh') or 0)
+    local rate = rateOf(ARGV[2 * i + 1], math.max(leaseMs, published))
+    counters[i] = { rate = loadRate(KEYS[i], rate, now) }
+    -- A rate is not counted again after a failover: held until a burst had time to fill.
+    untilMs = heldUntilMs + rate.fillMs
+  else
+    local windowMs = tonumber(ARGV[2 * i + 2])
+    counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), windowMs, now)
+    -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
+    untilMs = heldUntilMs + (windowHold and windowMs or 0)
+  end
+  if heldUntilMs > 0 and untilMs * 1000 > now then counters[i].heldUntilUs = untilMs * 1000 end
 end
 
 local function roomFor(counter)
   if counter.heldUntilUs then return false end
+  if counter.rate then return rateRoomAtUs(counter.rate) == 0 end
   return hasRoom(counter)
 end
 
 local function roomAt(counter)
   if counter.heldUntilUs then return counter.heldUntilUs end
+  if counter.rate then return rateRoomAtUs(counter.rate) end
   return roomAtUs(counter)
 end
 
@@ -81,7 +98,7 @@ for d = 1, deliveries do
   if fits then
     for j = 1, c do
       local counter = counters[tonumber(ARGV[at + j])]
-      addToken(counter, leaseMs)
+      if counter.rate then addRateTokens(counter.rate, 1) else addToken(counter, leaseMs) end
     end
     reply[d + 1] = 0
   else
@@ -96,5 +113,7 @@ for d = 1, deliveries do
   at = at + c + 1
 end
 
-for i = 1, counterCount do saveCounter(counters[i]) end
+for i = 1, counterCount do
+  if counters[i].rate then saveRate(counters[i].rate) else saveCounter(counters[i]) end
+end
 return reply

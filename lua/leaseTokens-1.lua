@@ -87,11 +87,7 @@ for d = 1, deliveries do
       granted = math.min(granted, room)
     end
     if granted < 0 then granted = 0 end
-    for _, counters in ipairs(sources) do
-      for _, counter in ipairs(counters) do
-        for _ = 1, granted do addToken(counter, leaseMs) end
-      end
-    end
+    for _, counters in ipairs(sources) do addBucketTokens(counters, granted, leaseMs) end
     local roomInMs, lacking = 0, ''
     if granted < wanted then
       local roomAt = now

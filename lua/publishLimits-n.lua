@@ -9,7 +9,12 @@
     KEYS[1..]  one limits key (HASH window ms -> N, and v: the registry version) per throttle
     ARGV[1] limits time to live (ms)   ARGV[2] the registry version they were worked out from
     ARGV[3] '1' to publish even so (the registry's version went back: its keys were lost or deleted)
-    ARGV[4..]  per throttle (in KEYS order): count of limits, then window ms, N pairs
+    ARGV[4..]  per throttle (in KEYS order): count of fields, then field, value pairs: window ms -> N,
+               and for a rate r -> "n perMs burst" and rh -> H, the longest lease (ms) of a worker in
+               leased delivery declaring it (includes/rateCounter)
+
+  A lease shorter than the one published stays the longer one (rh) until every token leased with that
+  could be spent: rl is the shorter one, applied by the first publication from rd (ms, this node's clock) on.
 
   Output: the number of throttles whose limits were written
 ]]
@@ -21,8 +26,24 @@ local at, written = 4, 0
 for k = 1, #KEYS do
   local count = tonumber(ARGV[at])
   if force or tonumber(rcall('HGET', KEYS[k], 'v') or 0) <= version then
+    local old = rcall('HMGET', KEYS[k], 'rh', 'rd')
     rcall('DEL', KEYS[k])
-    for i = 1, count do rcall('HSET', KEYS[k], ARGV[at + 2 * i - 1], ARGV[at + 2 * i]) end
+    local lease
+    for i = 1, count do
+      local field, value = ARGV[at + 2 * i - 1], ARGV[at + 2 * i]
+      if field == 'rh' then lease = tonumber(value) else rcall('HSET', KEYS[k], field, value) end
+    end
+    if lease then
+      local oldLease, due = tonumber(old[1]) or 0, tonumber(old[2])
+      local time = rcall('TIME')
+      local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      if lease < oldLease and (due == nil or nowMs < due) then
+        -- A lease of oldLease may have been granted just now: its tokens can be spent until then (and a margin).
+        rcall('HSET', KEYS[k], 'rh', oldLease, 'rl', lease, 'rd', due or (nowMs + oldLease + 100))
+      else
+        rcall('HSET', KEYS[k], 'rh', lease)
+      end
+    end
     rcall('HSET', KEYS[k], 'v', version)
     rcall('PEXPIRE', KEYS[k], tonumber(ARGV[1]))
     written = written + 1

@@ -45,6 +45,13 @@ for _ = 1, tonumber(ARGV[2]) do
         end
         if removed > stopped then stopped = removed end
       end
+      if counters.rate then
+        local removed = 0
+        for _ = 1, count do
+          if removeRateToken(counters.rate) then removed = removed + 1 else break end
+        end
+        if removed > stopped then stopped = removed end
+      end
       returned = returned + stopped
     end
   end

@@ -88,7 +88,7 @@ describe('declarations', () => {
     });
 
     it('a declaration with no limit, when used', () => {
-      expect(() => Throttle.named('x').assertUsable()).toThrow("Throttle 'x' has no limit: add one, such as .limit(100, '1s').");
+      expect(() => Throttle.named('x').assertUsable()).toThrow("Throttle 'x' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s', { burst: 10 }).");
     });
 
     it('an unknown missing-key policy', () => {

@@ -3,36 +3,48 @@
   (and swept), shared by every class that draws from it, and saved once at the end.
   A throttle can be held (no room at all) for a while after the node holding its counters restarted or was
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
+  A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters.
   Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
+--- @include "rateCounter"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, saveBucketCounters
+local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
 do
 local limitsCache = {}
 local counterList = {}
+local rateList = {}
 
--- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base),
--- or nil when no live worker declares it.
+-- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base) and
+-- its rate (limits.rate), or nil when no live worker declares it.
 function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
     cached = { base = throttleBase(throttlePrefix, encodedName) }
+    local rateText, rateLease
     for i = 1, #flat, 2 do
-      -- Fields are window ms -> N, and v (the registry version they came from).
+      -- Fields are window ms -> N, r and rh (a rate, lua/publishLimits-n.lua), and v (the registry version).
       local windowMs = tonumber(flat[i])
-      if windowMs then
+      if flat[i] == 'r' then
+        rateText = flat[i + 1]
+      elseif flat[i] == 'rh' then
+        rateLease = tonumber(flat[i + 1])
+      elseif windowMs then
         -- The counter key of bucket b is keyHead .. b .. keyTail (schedulerKeys counterKeyParts, once per limit).
         local keyHead, keyTail = counterKeyParts(cached.base, flat[i])
         cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keyHead = keyHead, keyTail = keyTail }
       end
     end
-    if #cached > 0 then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
+    if rateText then
+      cached.rate = rateOf(rateText, rateLease or 0)
+      cached.rateKeyTail = ':r'
+    end
+    if #cached > 0 or cached.rate then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
     limitsCache[encodedName] = cached
   end
-  if #cached == 0 then return nil end
+  if #cached == 0 and not cached.rate then return nil end
   return cached
 end
 
@@ -52,6 +64,10 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
     counterList[#counterList + 1] = counter
     counters[#counters + 1] = counter
   end
+  if limits.rate then
+    counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs)
+    rateList[#rateList + 1] = counters.rate
+  end
   counters.heldUntilUs, counters.nowUs = limits.heldUntilUs, nowUs
   bucketCache[bucket.id] = counters
   return counters
@@ -64,6 +80,10 @@ function bucketRoom(counters)
   for _, counter in ipairs(counters) do
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
     local left = counter.max - counter.n
+    if room == nil or left < room then room = left end
+  end
+  if counters.rate then
+    local left = rateRoom(counters.rate)
     if room == nil or left < room then room = left end
   end
   return room or 0
@@ -81,10 +101,23 @@ function bucketRoomAtUs(counters)
       if roomAt > at then at = roomAt end
     end
   end
+  if counters.rate then
+    local roomAt = rateRoomAtUs(counters.rate)
+    if roomAt > at then at = roomAt end
+  end
   return at
+end
+
+-- Counts `count` tokens granted now with lease leaseMs in every limit of the bucket.
+function addBucketTokens(counters, count, leaseMs)
+  for _, counter in ipairs(counters) do
+    for _ = 1, count do addToken(counter, leaseMs) end
+  end
+  if counters.rate then addRateTokens(counters.rate, count) end
 end
 
 function saveBucketCounters()
   for _, counter in ipairs(counterList) do saveCounter(counter) end
+  for _, rate in ipairs(rateList) do saveRate(rate) end
 end
 end -- of the block that keeps the helpers local

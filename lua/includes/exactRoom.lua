@@ -44,7 +44,7 @@ local function roomReturnsAtUs(counters)
 end
 
 local function spendRoom(counters)
-  for j = 1, #counters do addToken(counters[j], exactRoomContext.leaseMs) end
+  addBucketTokens(counters, 1, exactRoomContext.leaseMs)
 end
 
 local function noteBlocked(member, order, bucket, atUs)

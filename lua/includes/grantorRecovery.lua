@@ -113,6 +113,11 @@ function gatherState(throttlePrefix, nowMs, queueId)
       for _, limit in ipairs(declaration.limits or {}) do
         if tonumber(limit.windowMs) and tonumber(limit.windowMs) > longest then longest = tonumber(limit.windowMs) end
       end
+      local rate = declaration.tokenRate
+      if type(rate) == 'table' and tonumber(rate.n) and tonumber(rate.perMs) and tonumber(rate.burst) then
+        local fillMs = math.ceil(tonumber(rate.burst) * tonumber(rate.perMs) / tonumber(rate.n))
+        if fillMs > longest then longest = fillMs end
+      end
       holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longest)
     end
   end

@@ -50,10 +50,15 @@ function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
     local own = tonumber(rcall('HGET', throttlePrefix .. ':grantor:holds', encodedName) or 0)
     if own > untilMs then untilMs = own end
   end
+  -- A rate's state is not counted again from the queues' records: lost, it is whole again once a burst has
+  -- had time to fill (its tokens all spent by then), whatever the hold.
+  local rateFillMs = limits.rate and limits.rate.fillMs or 0
   if recoveryRecord.hold == 'window' then
-    local longest = 0
+    local longest = rateFillMs
     for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
     untilMs = untilMs + longest
+  else
+    untilMs = untilMs + rateFillMs
   end
   return untilMs * 1000
 end

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
+import { readRate } from './rateReading';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
@@ -147,6 +148,7 @@ export class ThrottleAdmin {
     return {
       name: throttle.name,
       limits: throttle.limits.map((limit) => ({ ...limit })),
+      rate: throttle.tokenRate ? { ...throttle.tokenRate } : null,
       key: throttle.keyParts ? throttle.keyParts.map(describeKeyPart) : null,
       keyParts: throttle.keyParts ? [...throttle.keyParts] : null,
       missing: throttle.missing,
@@ -236,7 +238,7 @@ export class ThrottleAdmin {
       this.ns.zcount(k.active, `(${now}`, '+inf'),
       this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
-      readRecoveryHold(this.ns, this.keys.grantorRecord, name, throttle.limits, now),
+      readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -245,7 +247,7 @@ export class ThrottleAdmin {
         const decoded = decodeBucket(segment);
         return { key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting };
       });
-    const longest = Math.max(...throttle.limits.map((l) => l.windowMs));
+    const longest = longestSpanMs(throttle);
     const slotMs = Math.max(1, Math.floor(longest / 60));
     const lastWindow = await Promise.all(throttle.limits.map(async (limit) => {
       let delivered = 0;
@@ -297,13 +299,17 @@ export class ThrottleAdmin {
       const reading = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
       return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
     }));
+    const rate = throttle.tokenRate
+      ? readRate(throttle.tokenRate, await this.ns.get(this.keys.rateCounter(name, bucket)), Number((await this.ns.hget(this.keys.effectiveLimits(name), 'rh')) ?? 0), now)
+      : null;
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
-    const roomTimes = limits.map((l) => l.roomAt).filter((t): t is number => t !== null);
+    const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null].filter((t): t is number => t !== null);
     return {
       throttle: name,
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
       limits,
+      rate,
       waiting,
       nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
       at: now,

@@ -1,3 +1,4 @@
+import { Rate, rateFillMs } from '../declarations/Rate';
 import { Limit } from '../declarations/Limit';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RedisClient } from '../redis/connection';
@@ -15,11 +16,14 @@ export interface RecoveryHold {
  * (lua/includes/recoveryHold.lua): the namespace's hold, or the throttle's own (a queue that could not tell
  * the grantor what it delivered holds the throttles it declares for their longest window); null when none.
  */
-export async function readRecoveryHold(client: RedisClient, grantorRecord: string, name: string, limits: readonly Limit[], now: number): Promise<RecoveryHold | null> {
+export async function readRecoveryHold(client: RedisClient, grantorRecord: string, throttle: { name: string; limits: readonly Limit[]; tokenRate?: Rate }, now: number): Promise<RecoveryHold | null> {
+  const { name, limits, tokenRate } = throttle;
   const [from, hold, holdMs, perThrottle] = await client.hmget(grantorRecord, 'holdFrom', 'hold', 'holdMs', 'perThrottle');
   if (from === null) return null;
   const kind = hold === 'window' ? 'window' : 'lease';
-  let until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(...limits.map((limit) => limit.windowMs)) : 0);
+  // A rate's state is never counted again: it holds until a burst had time to fill, whatever the hold.
+  const fillMs = tokenRate ? rateFillMs(tokenRate) : 0;
+  let until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(fillMs, ...limits.map((limit) => limit.windowMs)) : fillMs);
   if (perThrottle === '1') {
     const own = Number((await client.hget(`${grantorRecord}:holds`, encodeSegment(name))) ?? 0);
     if (own > until) return own > now ? { until: own, kind: 'window' } : null;

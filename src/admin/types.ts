@@ -2,12 +2,16 @@ import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Missing } from '../declarations/Missing';
 import type { RecoveryHold } from './recoveryHold';
+import type { Rate } from '../declarations/Rate';
+import type { RateReading } from './rateReading';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
   name: string;
   /** Effective limits: every declared limit, the smallest N per window. */
   limits: Limit[];
+  /** The effective rate (the lowest declared, with the lowest burst); null when none is declared. */
+  rate: Rate | null;
   /** Key parts, as Key.data('customer') etc.; null for an unkeyed throttle. */
   key: string[] | null;
   keyParts: KeyPart[] | null;
@@ -75,6 +79,8 @@ export interface BucketStats {
   key: KeyValue[] | null;
   /** Per limit: tokens counted in the window now. */
   limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
+  /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
+  rate: RateReading | null;
   waiting: number;
   /** When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now. */
   nextRoomAt: number;

@@ -1,5 +1,6 @@
 import { KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
+import { Rate } from '../declarations/Rate';
 import { formatWindow } from '../declarations/window';
 
 /** '100 per 1s'. */
@@ -7,8 +8,16 @@ export function formatLimit(limit: Limit): string {
   return `${limit.max} per ${formatWindow(limit.windowMs)}`;
 }
 
-export function formatLimits(limits: readonly Limit[]): string {
-  return limits.map(formatLimit).join(', ');
+/** '500 per 1s, burst 50'. */
+export function formatRate(rate: Rate): string {
+  return `${rate.n} per ${formatWindow(rate.perMs)}, burst ${rate.burst}`;
+}
+
+/** Every window limit, then the rate: '100 per 1s, 1,000 per 1m; rate 50 per 1s, burst 10'. */
+export function formatLimits(limits: readonly Limit[], rate?: Rate | null): string {
+  const windows = limits.map(formatLimit).join(', ');
+  if (!rate) return windows;
+  return windows ? `${windows}; rate ${formatRate(rate)}` : `rate ${formatRate(rate)}`;
 }
 
 /** '1,234'. */

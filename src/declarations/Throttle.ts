@@ -2,11 +2,12 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
 import { Missing } from './Missing';
-import { checkLimitPair, checkLimitValue } from './validateLimits';
+import { Rate } from './Rate';
+import { checkLimitPair, checkLimitValue, checkRateAgainstLimit, checkRate } from './validateLimits';
 import { parseWindowMs, WindowInput } from './window';
 
 /**
- * A named throttle declaration: limits, an optional key and a missing-key policy.
+ * A named throttle declaration: window limits and a rate, an optional key and a missing-key policy.
  * Immutable: every builder call returns a new declaration, so one can be shared and extended safely.
  */
 export class Throttle {
@@ -15,6 +16,7 @@ export class Throttle {
     readonly limits: readonly Limit[],
     readonly keyParts: readonly KeyPart[] | undefined,
     readonly missing: Missing,
+    readonly tokenRate?: Rate,
   ) {
     Object.freeze(this);
   }
@@ -33,8 +35,23 @@ export class Throttle {
       windowMs: parseWindowMs(window, `Throttle '${this.name}': limit(${max}, ${JSON.stringify(window)})`),
     });
     for (const existing of this.limits) checkLimitPair(this.name, existing, limit);
+    if (this.tokenRate) checkRateAgainstLimit(this.name, this.tokenRate, limit);
     const limits = [...this.limits, limit].sort((a, b) => a.windowMs - b.windowMs);
-    return new Throttle(this.name, Object.freeze(limits), this.keyParts, this.missing);
+    return new Throttle(this.name, Object.freeze(limits), this.keyParts, this.missing, this.tokenRate);
+  }
+
+  /**
+   * A token bucket: on average `n` deliveries per `per`, at most `burst` (default 1: evenly spaced) at once.
+   * An idle bucket admits `burst` together, then one every per / n; in any window of length t at most
+   * burst + n * t / per deliveries go.
+   */
+  rate(n: number, per: WindowInput, options: { burst?: number } = {}): Throttle {
+    if (this.tokenRate) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': rate() is declared twice; keep one rate per throttle (the stricter one).`);
+    }
+    const rate = checkRate(this.name, n, parseWindowMs(per, `Throttle '${this.name}': rate(${n}, ${JSON.stringify(per)})`), options?.burst ?? 1);
+    for (const limit of this.limits) checkRateAgainstLimit(this.name, rate, limit);
+    return new Throttle(this.name, this.limits, this.keyParts, this.missing, rate);
   }
 
   /** Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately. */
@@ -51,7 +68,7 @@ export class Throttle {
         );
       }
     }
-    return new Throttle(this.name, this.limits, Object.freeze([...parts]), this.missing);
+    return new Throttle(this.name, this.limits, Object.freeze([...parts]), this.missing, this.tokenRate);
   }
 
   whenKeyMissing(policy: Missing): Throttle {
@@ -60,13 +77,13 @@ export class Throttle {
         `Throttle '${this.name}': whenKeyMissing(${JSON.stringify(policy)}) takes Missing.SharedBucket or Missing.Unthrottled.`,
       );
     }
-    return new Throttle(this.name, this.limits, this.keyParts, policy);
+    return new Throttle(this.name, this.limits, this.keyParts, policy, this.tokenRate);
   }
 
   /** Throws InvalidThrottleError unless the declaration can be used: called wherever a declaration is put to use. */
   assertUsable(): this {
-    if (this.limits.length === 0) {
-      throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s').`);
+    if (this.limits.length === 0 && !this.tokenRate) {
+      throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s', { burst: 10 }).`);
     }
     return this;
   }

@@ -1,6 +1,7 @@
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
 import { Missing } from './Missing';
+import { Rate } from './Rate';
 
 /** What using a throttle needs of it: a Throttle declaration, or the EffectiveThrottle of several merged. */
 export interface ThrottleSpec {
@@ -8,4 +9,6 @@ export interface ThrottleSpec {
   readonly limits: readonly Limit[];
   readonly keyParts: readonly KeyPart[] | undefined;
   readonly missing: Missing;
+  /** A token bucket, if declared (see Throttle.rate). */
+  readonly tokenRate?: Rate;
 }

@@ -3,6 +3,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { describeKey, KeyPart, sameKey } from './Key';
 import { Limit } from './Limit';
 import { Missing, strictestMissing } from './Missing';
+import { Rate, rateFillMs, stricterRate } from './Rate';
 import { ThrottleSpec } from './ThrottleSpec';
 
 /** What applies to a throttle name once every live declaration of it is combined. */
@@ -12,13 +13,22 @@ export interface EffectiveThrottle {
   readonly limits: readonly Limit[];
   readonly keyParts: readonly KeyPart[] | undefined;
   readonly missing: Missing;
+  /** The strictest declared rate (the lowest average and the lowest burst), if any declares one. */
+  readonly tokenRate?: Rate;
+  /**
+   * The longest lease (ms) of a worker in leased delivery that declares this throttle: a rate's tokens are
+   * granted that much short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged
+   * from declarations alone.
+   */
+  readonly rateLeaseMs: number;
   /** How many declarations were combined. */
   readonly declarations: number;
 }
 
 /**
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
- * every limit applies, SharedBucket beats Unthrottled, and a different key is a conflict.
+ * every limit applies, the lowest rate and burst, SharedBucket beats Unthrottled, and a different key is a
+ * conflict.
  */
 export function mergeDeclarations(declarations: readonly ThrottleSpec[]): EffectiveThrottle {
   if (declarations.length === 0) {
@@ -27,9 +37,10 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
   const [first] = declarations;
   const byWindow = new Map<number, number>();
   let missing = first.missing;
+  let rate: Rate | undefined;
   for (const declaration of declarations) {
-    if (declaration.limits.length === 0) {
-      throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s').`);
+    if (declaration.limits.length === 0 && !declaration.tokenRate) {
+      throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s').`);
     }
     if (declaration.name !== first.name) {
       throw new InvalidThrottleError(
@@ -42,6 +53,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
       );
     }
     missing = strictestMissing(missing, declaration.missing);
+    rate = stricterRate(rate, declaration.tokenRate);
     for (const limit of declaration.limits) {
       const known = byWindow.get(limit.windowMs);
       byWindow.set(limit.windowMs, known === undefined ? limit.max : Math.min(known, limit.max));
@@ -55,6 +67,16 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     limits: Object.freeze(limits),
     keyParts: first.keyParts,
     missing,
+    ...(rate ? { tokenRate: rate } : {}),
+    rateLeaseMs: 0,
     declarations: declarations.length,
   });
+}
+
+/**
+ * The longest time a throttle's counts look back: its longest window, or the time its rate takes to fill a
+ * burst (a bucket idle that long admits its whole burst whatever it held before).
+ */
+export function longestSpanMs(throttle: { readonly limits: readonly Limit[]; readonly tokenRate?: Rate }): number {
+  return Math.max(0, ...throttle.limits.map((limit) => limit.windowMs), throttle.tokenRate ? rateFillMs(throttle.tokenRate) : 0);
 }

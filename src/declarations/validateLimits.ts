@@ -1,5 +1,6 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { Limit } from './Limit';
+import { mostInWindowByRate, Rate } from './Rate';
 import { formatWindow } from './window';
 
 function describe(limit: Limit): string {
@@ -45,4 +46,44 @@ export function checkLimitValue(throttle: string, max: unknown): number {
     );
   }
   return max;
+}
+
+function describeRate(rate: Rate): string {
+  return `rate(${rate.n}, '${formatWindow(rate.perMs)}', { burst: ${rate.burst} })`;
+}
+
+export function checkRate(throttle: string, n: unknown, perMs: number, burst: unknown): Rate {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+    throw new InvalidThrottleError(`Throttle '${throttle}': rate(${String(n)}, …): the rate must be a positive whole number of deliveries per period, such as rate(100, '1s').`);
+  }
+  if (typeof burst !== 'number' || !Number.isSafeInteger(burst) || burst < 1) {
+    throw new InvalidThrottleError(`Throttle '${throttle}': rate(${n}, …, { burst: ${String(burst)} }): burst must be a positive whole number (1, the default, spaces deliveries evenly).`);
+  }
+  return Object.freeze({ n, perMs, burst });
+}
+
+/** A window limit the rate keeps from ever binding (the rate lets at most N through in any such window). */
+export function checkRateAgainstLimit(throttle: string, rate: Rate, limit: Limit): void {
+  const most = mostInWindowByRate(rate, limit.windowMs);
+  if (limit.max >= most) {
+    throw new InvalidThrottleError(
+      `Throttle '${throttle}': limit ${describe(limit)} can never apply alongside ${describeRate(rate)}: the rate allows at most ${most} in any ${formatWindow(limit.windowMs)}. Lower the limit below ${most}, or remove it.`,
+    );
+  }
+}
+
+/**
+ * A rate whose tokens are leased (spent up to `leaseMs` after their grant) is granted that much short of its
+ * burst (lua/includes/rateCounter.lua): the burst must leave at least one token.
+ */
+export function checkRateLease(throttle: string, rate: Rate, leaseMs: number): void {
+  if (leaseMs <= 0 || (rate.burst - 1) * rate.perMs >= leaseMs * rate.n) return;
+  const leastBurst = 1 + Math.ceil((leaseMs * rate.n) / rate.perMs);
+  const mostLeaseMs = Math.floor(((rate.burst - 1) * rate.perMs) / rate.n);
+  const lease = mostLeaseMs > 0
+    ? `or lower leaseMs to at most ${mostLeaseMs}`
+    : 'or deliver exactly (the queue and its throttles in one slot: no lease)';
+  throw new InvalidThrottleError(
+    `Throttle '${throttle}': ${describeRate(rate)} cannot be kept in leased delivery with leaseMs ${leaseMs}: a leased token may be spent up to ${leaseMs} ms after its grant, so the burst must cover what the rate grants meanwhile. Raise burst to at least ${leastBurst}, ${lease}.`,
+  );
 }

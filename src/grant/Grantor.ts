@@ -10,6 +10,7 @@ import { resolveBuckets } from './resolveBuckets';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
+import { Rate, stricterRate } from '../declarations/Rate';
 import { Delivery, GrantResult } from './types';
 
 export interface GrantorOptions {
@@ -95,14 +96,15 @@ export class Grantor {
 
   async grantBatch(deliveries: readonly Delivery[]): Promise<GrantBatch> {
     const counterIndex = new Map<string, number>();
-    const counterArgs: number[] = [];
+    const counterArgs: (number | string)[] = [];
+    const ratesAt = new Map<number, Rate>();
     const keys: string[] = [];
     const deliveryArgs: number[] = [];
     const records: TokenRecord['throttles'][] = [];
     for (const delivery of deliveries) {
       const buckets = resolveBuckets(delivery);
       const indices: number[] = [];
-      const record: { name: string; bucket: string; windows: number[] }[] = [];
+      const record: TokenRecord['throttles'][number][] = [];
       for (const { throttle, bucket } of buckets) {
         for (const limit of throttle.limits) {
           const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
@@ -115,11 +117,27 @@ export class Grantor {
           } else {
             // Two specs of one throttle in one batch: the stricter N holds for both.
             const at = 2 * (index - 1);
-            counterArgs[at] = Math.min(counterArgs[at], limit.max);
+            counterArgs[at] = Math.min(Number(counterArgs[at]), limit.max);
           }
           indices.push(index);
         }
-        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs) });
+        let rate = throttle.tokenRate;
+        if (rate) {
+          const key = this.keys.rateCounter(throttle.name, bucket);
+          let index = counterIndex.get(key);
+          if (index === undefined) {
+            keys.push(key);
+            counterArgs.push('', 'r');
+            index = keys.length;
+            counterIndex.set(key, index);
+          }
+          // Two specs of one throttle in one batch: the stricter rate holds for both.
+          rate = stricterRate(ratesAt.get(index), rate)!;
+          ratesAt.set(index, rate);
+          counterArgs[2 * (index - 1)] = `${rate.n} ${rate.perMs} ${rate.burst}`;
+          indices.push(index);
+        }
+        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(rate ? { rate: { n: rate.n, perMs: rate.perMs, burst: rate.burst } } : {}) });
       }
       deliveryArgs.push(indices.length, ...indices);
       records.push(record);
@@ -165,10 +183,11 @@ export class Grantor {
     const args: (string | number)[] = [];
     let groups = 0;
     for (const token of ids.map(decodeTokenId)) {
-      for (const { name, bucket, windows } of token.throttles) {
+      for (const { name, bucket, windows, rate } of token.throttles) {
         groups++;
-        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length);
+        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length + (rate ? 1 : 0));
         for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
+        if (rate) args.push(indexOf(this.keys.rateCounter(name, bucket)), `r ${rate.n} ${rate.perMs} ${rate.burst}`);
       }
     }
     if (groups === 0) return { nowUs: 0, returned: [] };

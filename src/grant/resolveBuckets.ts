@@ -13,7 +13,7 @@ export interface ResolvedBucket {
 
 function bucketOf(request: BucketRequest): string | undefined {
   const { throttle, key } = request;
-  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || throttle.limits.length === 0) {
+  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || (throttle.limits.length === 0 && !throttle.tokenRate)) {
     throw new InvalidGrantError(
       `grant: ${JSON.stringify(throttle?.name ?? throttle)} is not a usable throttle; pass a Throttle with at least one limit, such as Throttle.named('stripe').limit(100, '1s').`,
     );

@@ -49,6 +49,11 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:b:${bucket}:${windowMs}`;
   }
 
+  /** STRING: the theoretical arrival time (us) of one bucket's rate (lua/includes/rateCounter.lua). */
+  rateCounter(name: string, bucket: string): string {
+    return `${this.throttleBase(name)}:b:${bucket}:r`;
+  }
+
   /** ZSET: tokens returned recently, so that a second return of one token is a no-op. */
   returnedTokens(name: string): string {
     return `${this.throttleBase(name)}:returned`;
@@ -60,7 +65,7 @@ export class ThrottleKeys {
     return { active: `${base}:active`, full: `${base}:full` };
   }
 
-  /** HASH windowMs -> N: the effective limits of a throttle, merged from every live declaration. */
+  /** HASH windowMs -> N (and r, rh: its rate): the effective limits of a throttle, merged from every live declaration. */
   effectiveLimits(name: string): string {
     return `${this.throttleBase(name)}:limits`;
   }

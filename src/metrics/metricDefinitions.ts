@@ -81,6 +81,20 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.flatMap((t) => t.limits.map((l) => ({ labels: { throttle: t.name, window: formatWindow(l.windowMs) }, value: l.max }))),
   },
   {
+    name: 'throttle_effective_rate',
+    help: 'The throttle\'s rate per bucket, in deliveries per second on average (rate(n, per): n / per), when it declares one.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.flatMap((t) => (t.rate ? [{ labels: { throttle: t.name }, value: (t.rate.n * 1000) / t.rate.perMs }] : [])),
+  },
+  {
+    name: 'throttle_effective_burst',
+    help: 'The throttle\'s burst per bucket: the most deliveries its rate lets go at once.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.flatMap((t) => (t.rate ? [{ labels: { throttle: t.name }, value: t.rate.burst }] : [])),
+  },
+  {
     name: 'throttle_window_deliveries',
     help: 'Deliveries of the throttle (all buckets together) in the last window of each limit.',
     type: 'gauge',

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { RedisSetupError } from '../errors/RedisSetupError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { ThrottleConflictError } from '../errors/ThrottleConflictError';
+import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { RedisClient } from '../redis/connection';
 import { describeRedisError } from '../redis/describeRedisError';
 import { redisErrorKind } from '../redis/redisErrorKind';
@@ -70,7 +71,7 @@ export class GateFailures {
    * it (already logged and emitted once); otherwise reports it and resolves to undefined (try again).
    */
   async atStart(error: unknown): Promise<Error | undefined> {
-    if (error instanceof ThrottleConflictError || error instanceof InvalidOptionError) {
+    if (error instanceof ThrottleConflictError || error instanceof InvalidOptionError || error instanceof InvalidThrottleError) {
       this.options.logger.error({ queue: this.options.queue, err: error }, `the worker does not start: ${error.message}`);
       this.emit(error, true);
       return error;

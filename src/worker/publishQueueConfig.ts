@@ -1,4 +1,4 @@
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { QueueConfig } from './queueConfig';
@@ -51,14 +51,16 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
       force ? '1' : '',
       worker.id,
       worker.ttlMs,
-      ...configured.map((t) => Math.max(...t.limits.map((limit) => limit.windowMs))),
+      ...configured.map(longestSpanMs),
     ]));
   if (reply === -1) return 'stale';
   if (throttles.length > 0) {
     const args: (string | number)[] = [stateTtlMs, version, force ? '1' : ''];
     for (const throttle of throttles) {
-      args.push(throttle.limits.length);
+      const rate = throttle.tokenRate;
+      args.push(throttle.limits.length + (rate ? 2 : 0));
       for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
+      if (rate) args.push('r', `${rate.n} ${rate.perMs} ${rate.burst}`, 'rh', throttle.rateLeaseMs);
     }
     await targets.throttles.run('publishLimits', throttles.map((t) => targets.keys.effectiveLimits(t.name)), args);
   }

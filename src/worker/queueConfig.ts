@@ -3,6 +3,7 @@ import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { luaClassSpec } from './luaClassSpec';
+import { checkRateLease } from '../declarations/validateLimits';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
@@ -36,7 +37,12 @@ export function configGeneration(throttles: readonly EffectiveThrottle[]): strin
 
 /** Every declaration of `name` in the registry, merged (throws ThrottleConflictError on a different key). */
 export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
-  return mergeDeclarations(entries.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
+  const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+  const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
+  if (!merged.tokenRate) return merged;
+  const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
+  checkRateLease(name, merged.tokenRate, rateLeaseMs);
+  return Object.freeze({ ...merged, rateLeaseMs });
 }
 
 /** The registry's entries for one queue: its name under its bullmq prefix. */

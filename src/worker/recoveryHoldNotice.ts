@@ -18,7 +18,7 @@ export class RecoveryHoldNotice {
     const [seconds, micros] = await client.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     for (const throttle of throttles) {
-      const hold = await readRecoveryHold(client, grantorRecord, throttle.name, throttle.limits, now);
+      const hold = await readRecoveryHold(client, grantorRecord, throttle, now);
       if (!hold) continue;
       const said = `${throttle.name}@${hold.until}`;
       if (this.said.has(said)) continue;

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { BucketStats } from '../../admin/types';
 import { KeyValue } from '../../declarations/Key';
-import { formatBucketKey, formatCount, formatLimit, formatRelative, plural, table } from '../format';
+import { formatBucketKey, formatCount, formatLimit, formatRate, formatRelative, plural, table } from '../format';
 import { parseKeyArgs } from '../keyArgs';
 import { runCommand, toJson } from '../run';
 
@@ -29,6 +29,11 @@ export function formatBucketStats(stats: BucketStats): string {
         `${formatCount(l.counted)} / ${formatCount(l.max)}`,
         l.roomAt === null ? 'room now' : `full, room ${formatRelative(l.roomAt, stats.at)}`,
       ]),
+      ...(stats.rate ? [[
+        `rate ${formatRate(stats.rate)}`,
+        `${formatCount(stats.rate.room)} may go now`,
+        stats.rate.roomAt === null ? 'room now' : `empty, room ${formatRelative(stats.rate.roomAt, stats.at)}`,
+      ]] : []),
     ], { indent: '  ' }),
     ...table([
       ['waiting', `${plural(stats.waiting, 'job')} held on this bucket`],

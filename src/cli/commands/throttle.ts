@@ -38,7 +38,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
   const lines = [
     `throttle ${stats.name}`,
     ...table([
-      ['limits', `${formatLimits(stats.limits)}${stats.key ? ', for each bucket' : ''}`],
+      ['limits', `${formatLimits(stats.limits, stats.rate)}${stats.key ? ', for each bucket' : ''}`],
       ['key', formatKeyDescription(stats)],
       ['queues', `${stats.queues.join(', ') || '(none)'} (declared by ${plural(stats.declaredBy, 'live ThrottledWorker')})`],
       ['buckets', `${formatCount(stats.activeBuckets)} active, ${formatCount(stats.bucketsAtLimit)} at their limit`],

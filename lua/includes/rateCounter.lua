@@ -1,0 +1,74 @@
+--[[
+  The rate of one bucket (a throttle's rate(n, per, { burst })), as a generic cell rate: one STRING
+    <throttle base>:b:<bucket>:r   the bucket's theoretical arrival time, TAT (us, this node's clock),
+                                   expiring then (an idle bucket holds no key)
+  With T = per / n (the emission interval) and tolerance tau = (burst - 1) * T - H, c tokens can be granted
+  at now when max(TAT, now) + c * T - now <= tau + T, and their grant moves TAT to max(TAT, now) + c * T.
+  Nothing refills in the background: the state is read when a grant needs it (lazy refill).
+
+  Invariant: in any window of length t, at most burst + n * t / per granted tokens are spent, when each is
+  spent within H of its grant (H: the longest lease of a worker that declares the throttle in leased
+  delivery, published with the limits as rh; 0 when every queue delivers exactly, spending as it grants).
+  Why it holds: take the M tokens granted from the first (j) to the last (i) of those spent in [a, a + t).
+  Each grant adds T to TAT, and TAT before j is at least g_j, so after i it is at least g_j + M * T; i was
+  allowed, so that is at most g_i + tau + T. Since g_i <= s_i < a + t and g_j >= s_j - H >= a - H,
+  M * T < t + H + tau + T = t + burst * T: M < burst + t / T. TAT is rounded up, only ever stricter.
+  A lease shorter than before keeps the longer one until every token leased with it is spent or expired
+  (lua/publishLimits-n.lua: rl and rd).
+  The including script defines rcall and includes intArg.
+]]
+local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, removeRateToken, saveRate
+do
+-- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs }.
+function rateOf(text, leaseMs)
+  local n, perMs, burst = string.match(text, '^(%d+) (%d+) (%d+)$')
+  local T = tonumber(perMs) * 1000 / tonumber(n)
+  return { T = T, toleranceUs = (tonumber(burst) - 1) * T - leaseMs * 1000, fillMs = math.ceil(tonumber(burst) * T / 1000) }
+end
+
+function loadRate(key, rate, nowUs)
+  local tat = tonumber(rcall('GET', key)) or 0
+  return { key = key, T = rate.T, tolerance = rate.toleranceUs, tat = tat, nowUs = nowUs, dirty = false }
+end
+
+local function base(counter)
+  if counter.tat > counter.nowUs then return counter.tat end
+  return counter.nowUs
+end
+
+-- Tokens that could be granted now (at least one exactly when rateRoomAtUs says room is there now).
+function rateRoom(counter)
+  local at = base(counter) - counter.tolerance
+  if at > counter.nowUs then return 0 end
+  return 1 + math.floor((counter.nowUs - at) / counter.T)
+end
+
+-- When one more token can be granted (us), 0 when it can now.
+function rateRoomAtUs(counter)
+  if base(counter) - counter.tolerance <= counter.nowUs then return 0 end
+  return math.ceil(base(counter) - counter.tolerance)
+end
+
+function addRateTokens(counter, count)
+  if count <= 0 then return end
+  counter.tat = math.ceil(base(counter) + count * counter.T)
+  counter.dirty = true
+end
+
+-- A token granted and never spent stops counting (it is as if never granted); false when it no longer counted.
+function removeRateToken(counter)
+  if counter.tat <= counter.nowUs then return false end
+  counter.tat = math.max(counter.nowUs, counter.tat - counter.T)
+  counter.dirty = true
+  return true
+end
+
+function saveRate(counter)
+  if not counter.dirty then return end
+  if counter.tat <= counter.nowUs then
+    rcall('DEL', counter.key)
+  else
+    rcall('SET', counter.key, intArg(counter.tat), 'PXAT', intArg(math.ceil(counter.tat / 1000)))
+  end
+end
+end -- of the block that keeps the helpers local

@@ -1,0 +1,25 @@
+import { Rate } from '../declarations/Rate';
+
+/** A bucket's rate as lua/includes/rateCounter.lua counts it. */
+export interface RateReading {
+  n: number;
+  perMs: number;
+  burst: number;
+  /** Deliveries the rate would let go at once now. */
+  room: number;
+  /** When room for one more returns (ms, Redis clock); null when there is room now. */
+  roomAt: number | null;
+}
+
+/**
+ * Reads a bucket's theoretical arrival time (`tat`, us, null: idle) as the delivery scripts do, with the lease
+ * H its tokens are granted with (the limits' rh): the same room and time the scripts would find.
+ */
+export function readRate(rate: Rate, tat: string | null, leaseMs: number, nowMs: number): RateReading {
+  const nowUs = nowMs * 1000;
+  const T = (rate.perMs * 1000) / rate.n;
+  const tolerance = (rate.burst - 1) * T - leaseMs * 1000;
+  const base = Math.max(Number(tat ?? 0), nowUs);
+  const at = base - tolerance;
+  return { ...rate, room: at > nowUs ? 0 : 1 + Math.floor((nowUs - at) / T), roomAt: at <= nowUs ? null : Math.ceil(at / 1000) };
+}

@@ -1,0 +1,124 @@
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { Grantor } from '../src/grant/Grantor';
+import { resolveBuckets } from '../src/grant/resolveBuckets';
+import { decodeTokenId } from '../src/grant/tokenId';
+import { Delivery } from '../src/grant/types';
+import { Key } from '../src/declarations/Key';
+import { Rate } from '../src/declarations/Rate';
+import { Throttle } from '../src/declarations/Throttle';
+import { RateModel, worstRateExcess } from './model/rateModel';
+import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
+import { TestClock } from './support/testClock';
+
+// Rates of a few ms per token (where rounding a TAT the wrong way would show) and of hundreds.
+const arbRate = fc.record({
+  n: fc.integer({ min: 1, max: 12 }),
+  perMs: fc.oneof(fc.integer({ min: 5, max: 60 }), fc.integer({ min: 300, max: 2_000 })),
+  burst: fc.integer({ min: 1, max: 6 }),
+});
+const NAMES = ['sendgrid', 'per:cust{omer}'];
+const arbThrottles = fc.array(fc.record({ rate: arbRate, keyed: fc.boolean() }), { minLength: 1, maxLength: 2 })
+  .map((shapes) => shapes.map((shape, i) => {
+    const throttle = Throttle.named(NAMES[i]).rate(shape.rate.n, shape.rate.perMs, { burst: shape.rate.burst });
+    return shape.keyed ? throttle.key([Key.data('customer')]) : throttle;
+  }));
+
+const KEY_VALUES = ['acme', 'a:{b}', 7] as const;
+type Step =
+  | { kind: 'grant'; deliveries: { throttle: number; key: number }[][] }
+  | { kind: 'return'; pick: number }
+  | { kind: 'advance'; ms: number }
+  | { kind: 'untilRoom'; jitterMs: number };
+const arbStep: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(1), key: fc.nat(2) }), { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
+  { weight: 1, arbitrary: fc.nat().map((pick): Step => ({ kind: 'return', pick })) },
+  { weight: 3, arbitrary: fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 900 })).map((ms): Step => ({ kind: 'advance', ms })) },
+  // The adversarial moment: ask again exactly when (or just around when) the last refusal said room returns.
+  { weight: 3, arbitrary: fc.constantFrom(-1, -0.4, -0.05, 0, 0, 0.05, 0.4, 1).map((jitterMs): Step => ({ kind: 'untilRoom', jitterMs })) },
+);
+
+interface Spend { key: string; rate: Rate; atUs: number; returned: boolean }
+
+describe('rate scripts against the reference model (lua/includes/rateCounter.lua)', () => {
+  let redis: Redis;
+  beforeAll(() => { redis = newRedis(); });
+  afterAll(async () => { await redis.quit(); });
+
+  it('agree decision by decision, and tokens spent within h of their grant never exceed burst + n·t/per in any t', async () => {
+    await fc.assert(
+      fc.asyncProperty(arbThrottles, fc.constantFrom(0, 0, 3, 25), fc.array(arbStep, { minLength: 1, maxLength: 40 }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 8, maxLength: 8 }), async (throttles, leaseMs, steps, delays) => {
+        const prefix = uniquePrefix('rateprop');
+        const clock = new TestClock();
+        const grantor = new Grantor({ connection: redis, prefix, leaseMs }, clock.internals());
+        const model = new RateModel(leaseMs);
+        const returnedNonces = new Set<string>();
+        const spends: Spend[] = [];
+        const granted: { id: string; spends: Map<string, Spend> }[] = [];
+        let lastNowMs = 0;
+        let lastRetryAt = 0;
+        let spendCount = 0;
+        try {
+          for (const step of steps) {
+            if (step.kind === 'advance') {
+              clock.advance(step.ms);
+            } else if (step.kind === 'untilRoom') {
+              clock.advance(Math.max(0, lastRetryAt - lastNowMs + step.jitterMs));
+            } else if (step.kind === 'grant') {
+              const deliveries: Delivery[] = step.deliveries.map((picks) => picks
+                .filter((pick) => pick.throttle < throttles.length)
+                .map((pick) => ({ throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined })));
+              const refs = deliveries.map((delivery) => resolveBuckets(delivery).map(({ throttle, bucket }) => ({ key: grantor.keys.rateCounter(throttle.name, bucket), rate: throttle.tokenRate! })));
+              const { nowUs, results } = await grantor.grantBatch(deliveries);
+              lastNowMs = nowUs / 1000;
+              results.forEach((result, i) => {
+                // One delivery naming a bucket twice takes one token from it.
+                const own = [...new Map(refs[i].map((ref) => [ref.key, ref])).values()];
+                const fits = own.every((ref) => model.fits(ref.key, ref.rate, nowUs));
+                if (fits) {
+                  for (const ref of own) model.take(ref.key, ref.rate, nowUs);
+                  expect(result.granted).toBe(true);
+                } else {
+                  const roomAtUs = Math.max(nowUs, ...own.map((ref) => model.roomAtUs(ref.key, ref.rate, nowUs)));
+                  expect(result).toEqual({ granted: false, retryAt: Math.ceil(roomAtUs / 1000) });
+                }
+                if (!result.granted) {
+                  lastRetryAt = result.retryAt;
+                  return;
+                }
+                const mine = new Map<string, Spend>();
+                for (const ref of own) {
+                  // Spent somewhere within h of the grant, as a leased token may be.
+                  const spend = { key: ref.key, rate: ref.rate, atUs: nowUs + delays[spendCount++ % delays.length] * leaseMs * 1000, returned: false };
+                  spends.push(spend);
+                  mine.set(ref.key, spend);
+                }
+                granted.push({ id: result.id, spends: mine });
+              });
+            } else if (granted.length > 0) {
+              const { id, spends: mine } = granted[step.pick % granted.length];
+              const { nowUs, returned } = await grantor.returnBatch([id]);
+              const token = decodeTokenId(id);
+              token.throttles.forEach((group, g) => {
+                const key = grantor.keys.rateCounter(group.name, group.bucket);
+                const spend = mine.get(key)!;
+                // Given back once, and only while a burst could still be filling behind it.
+                const matters = !returnedNonces.has(`${group.name}/${token.nonce}`) && model.returnMattersMs(spend.rate, token.grantUs) > Math.floor(nowUs / 1000);
+                if (matters) returnedNonces.add(`${group.name}/${token.nonce}`);
+                const verdict = matters && model.giveBack(key, spend.rate, nowUs);
+                expect(returned[g]).toBe(verdict);
+                if (verdict) spend.returned = true;
+              });
+            }
+            const byKey = new Map<string, Spend[]>();
+            for (const spend of spends) if (!spend.returned) byKey.set(spend.key, [...(byKey.get(spend.key) ?? []), spend]);
+            for (const list of byKey.values()) expect(worstRateExcess(list.map((s) => s.atUs), list[0].rate)).toBeLessThanOrEqual(1e-9);
+          }
+        } finally {
+          await deleteKeysUnder(redis, prefix);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});

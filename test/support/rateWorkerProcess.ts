@@ -1,0 +1,23 @@
+/** A child process: one ThrottledWorker declaring the rates it is given, printing its deliveries when it ends. */
+import { Key, Throttle, ThrottledWorker } from '../../src';
+import { connectionFor } from './bullmq';
+
+interface RateConfig { n: number; per: string; burst: number }
+const config = JSON.parse(process.env.RATE_WORKER ?? '{}') as {
+  url: string; prefix: string; queue: string; runMs: number; concurrency: number; shared: RateConfig; perCustomer?: RateConfig; processMs?: number;
+};
+const deliveries: { processedOn: number; customer: string }[] = [];
+const throttles = [Throttle.named('rated').rate(config.shared.n, config.shared.per, { burst: config.shared.burst })];
+if (config.perCustomer) {
+  const { n, per, burst } = config.perCustomer;
+  throttles.push(Throttle.named('rated-per-customer').key([Key.data('customer')]).rate(n, per, { burst }));
+}
+const worker = new ThrottledWorker(config.queue, async (job) => {
+  deliveries.push({ processedOn: job.processedOn!, customer: job.data.customer });
+  if (config.processMs) await new Promise((resolve) => setTimeout(resolve, Math.random() * config.processMs!));
+}, { connection: connectionFor(config.url), prefix: config.prefix, concurrency: config.concurrency, throttles });
+setTimeout(async () => {
+  await worker.close();
+  process.stdout.write(JSON.stringify(deliveries));
+  process.exit(0);
+}, config.runMs);

@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { Rate } from '../../src/declarations/Rate';
+import { newRedis } from '../support/redis';
+import { testRedisUrl } from '../support/testRedis';
+import { WorkerTestBed } from '../support/bullmq';
+import { worstRateExcess } from '../model/rateModel';
+
+// Rates held across worker processes (real child processes) and queues, in exact delivery (one Redis).
+type Delivered = { processedOn: number; customer: string };
+
+/** processedOn is whole ms of the grant's us: a span read from it may be up to 1 ms short of the grants'. */
+function excessWithMsTimes(times: readonly number[], rate: Rate): number {
+  return worstRateExcess(times.map((ms) => ms * 1000), rate) - (1000 * rate.n) / (rate.perMs * 1000);
+}
+
+describe('rate(n, per, { burst }) across processes', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('rate');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  const run = (queue: string, config: object) => new Promise<Delivered[]>((resolve, reject) => {
+    execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'rateWorkerProcess.ts')], {
+      env: { ...process.env, RATE_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue, ...config }) },
+      maxBuffer: 64 << 20,
+    }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
+  });
+
+  it('saturated by 3 processes on 2 queues: never more than burst + n·t/per in any t, and at least 99% of n/per sustained', async () => {
+    const shared = { n: 40, per: '1s', burst: 8 };
+    const a = bed.queue('rate-a');
+    const b = bed.queue('rate-b');
+    const jobs = (count: number) => Array.from({ length: count }, (_, i) => ({ name: 'send', data: { customer: `c${i % 3}` } }));
+    await a.addBulk(jobs(400));
+    await b.addBulk(jobs(400));
+    const config = { runMs: 5_000, concurrency: 10, shared };
+    const all = (await Promise.all([run('rate-a', config), run('rate-a', config), run('rate-b', config)])).flat();
+    const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
+    const rate = { n: shared.n, perMs: 1000, burst: shared.burst };
+    expect(excessWithMsTimes(times, rate)).toBeLessThanOrEqual(0);
+    // Past the first burst, deliveries follow n/per: the sustained share of it, on the Redis clock.
+    const spanMs = times[times.length - 1] - times[0];
+    const sustained = (times.length - shared.burst) / ((spanMs * shared.n) / 1000);
+    process.stderr.write(`rate 40/s burst 8, 3 processes, 2 queues: ${times.length} deliveries in ${spanMs} ms, sustained ${(100 * sustained).toFixed(2)}% of n/per\n`);
+    expect(sustained).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it('a keyed rate holds per bucket while the shared one holds for all, under random processing times', async () => {
+    const queue = bed.queue('rate-keyed');
+    await queue.addBulk(Array.from({ length: 600 }, (_, i) => ({ name: 'send', data: { customer: `c${i % 4}` } })));
+    const shared = { n: 60, per: '1s', burst: 10 };
+    const perCustomer = { n: 12, per: '1s', burst: 3 };
+    const config = { runMs: 4_000, concurrency: 8, shared, perCustomer, processMs: 30 };
+    const all = (await Promise.all([run('rate-keyed', config), run('rate-keyed', config)])).flat();
+    expect(excessWithMsTimes(all.map((d) => d.processedOn), { n: 60, perMs: 1000, burst: 10 })).toBeLessThanOrEqual(0);
+    for (const customer of ['c0', 'c1', 'c2', 'c3']) {
+      const mine = all.filter((d) => d.customer === customer).map((d) => d.processedOn);
+      expect(mine.length).toBeGreaterThan(20);
+      expect(excessWithMsTimes(mine, { n: 12, perMs: 1000, burst: 3 })).toBeLessThanOrEqual(0);
+    }
+  });
+});
