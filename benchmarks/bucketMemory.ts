@@ -5,7 +5,7 @@ import type { Delivery } from '../src/grant/types';
 import { UNKEYED_BUCKET } from '../src/keys/keyEncoding';
 import { TestClock } from '../test/support/testClock';
 import { fillBurst, fillSpreadRealTime, fillSpreadShifted } from './support/fill';
-import { deleteKeysUnder } from './support/keys';
+import { deleteKeysUnder, keysUnder } from './support/keys';
 import { footprint, usedMemory } from './support/memory';
 import { constructWorstCaseCounter, slotGeometryUs } from './support/worstCaseCounter';
 import type { Benchmark, BenchmarkContext, Row } from './types';
@@ -94,6 +94,32 @@ async function measureMany(context: BenchmarkContext, grantor: Grantor): Promise
   };
 }
 
+const RATE_TARGET = 200;
+
+/** Many rate buckets (one STRING each, lua/includes/rateCounter.lua): what each costs the server, key included. */
+async function measureManyRates(context: BenchmarkContext, grantor: Grantor): Promise<Row> {
+  // 1 per minute: each bucket's TAT stays ahead (and its key alive) while it is measured.
+  const throttle = Throttle.named('many-rates').key([Key.data('customer')]).rate(1, '1m');
+  const base = grantor.keys.throttleBase(throttle.name);
+  const before = await usedMemory(context.redis);
+  for (let from = 0; from < MANY_BUCKETS; from += 500) {
+    await grantor.grant(Array.from({ length: 500 }, (_, i): Delivery => [{ throttle, key: [`c${from + i}`] }]));
+  }
+  const after = await usedMemory(context.redis);
+  const sample = grantor.keys.rateCounter(throttle.name, (await keysUnder(context.redis, base))[0].slice(`${base}:b:`.length, -':r'.length));
+  const usage = Number(await context.redis.call('MEMORY', 'USAGE', sample, 'SAMPLES', '0'));
+  const encoding = String(await context.redis.call('OBJECT', 'ENCODING', sample));
+  const buckets = (await keysUnder(context.redis, base)).length;
+  await deleteKeysUnder(context.redis, base);
+  const perBucket = Math.round((after - before) / MANY_BUCKETS);
+  context.log(`  ${MANY_BUCKETS} rate buckets: ${perBucket} B/bucket (used_memory), ${usage} B (MEMORY USAGE of one)`);
+  return {
+    limit: 'rate 1 per 1m, keyed', fill: `1 token in each of ${MANY_BUCKETS.toLocaleString('en-US')} buckets`,
+    buckets, tokensPerBucket: 1, fieldsPerBucket: 1, encoding, memoryUsage: usage, usedMemoryDelta: perBucket,
+    target: RATE_TARGET, result: verdict(Math.max(perBucket, usage), RATE_TARGET),
+  };
+}
+
 export const bucketMemory: Benchmark = {
   name: 'bucketMemory',
   description: 'Redis memory of a bucket at its limit (MEMORY USAGE of its keys) and of many small buckets (used_memory)',
@@ -108,6 +134,7 @@ export const bucketMemory: Benchmark = {
         rows.push(await measureOne(context, testCase.shiftedClock ? shifted : production, testCase, i));
       }
       rows.push(await measureMany(context, production));
+      rows.push(await measureManyRates(context, production));
     } finally {
       await production.close();
       await shifted.close();
@@ -128,7 +155,7 @@ export const bucketMemory: Benchmark = {
       ],
       rows,
       notes: [
-        'Targets: ≤ 2 KB per bucket for 100/1s, ≤ 32 KB for 100,000/1h; the many-buckets row is held to the 2 KB target.',
+        'Targets: ≤ 2 KB per bucket for 100/1s, ≤ 32 KB for 100,000/1h; the many-buckets row is held to the 2 KB target; a rate bucket ≤ 200 B.',
         'fields include the header h ("n lo hi x"). A bucket with one limit is one HASH key; MEMORY USAGE is exact (SAMPLES 0).',
         `Release-index fields are bounded by the slot count, not by N (slot = W/220: ${slotGeometryUs(1000).slotUs} µs for 1s, ${slotGeometryUs(3_600_000).slotUs} µs for 1h).`,
         'The 3 s row spreads 100,000 over up to 100 slots in real time (late timers merge some), as an hour of traffic would over 1 h.',

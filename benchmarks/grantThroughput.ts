@@ -21,6 +21,10 @@ const perCustomer = Throttle.named('customer').key([Key.data('customer')]).limit
 const fullBurst = Throttle.named('full-burst').limit(100, '1h');
 const fullSpread = Throttle.named('full-spread').limit(100_000, '1h');
 
+// A rate that never binds, alone and beside a window limit (two counters of different kinds in one bucket).
+const rateOnly = Throttle.named('rate-only').rate(10_000_000, '1s', { burst: 10_000_000 });
+const rateAndWindow = Throttle.named('rate-window').limit(10_000_000, '1s').rate(10_000_000, '1s', { burst: 1_000_000 });
+
 const oneBucket: Delivery = [{ throttle: one }];
 const twoBuckets: Delivery[] = Array.from({ length: KEYS }, (_, i) => [{ throttle: global }, { throttle: perCustomer, key: [`c${i}`] }]);
 const anyCustomer = (): Delivery => twoBuckets[Math.floor(Math.random() * KEYS)];
@@ -58,6 +62,9 @@ const CASES: Case[] = [
   { label: '(b) unkeyed + 1 of 1,000 keys, 2 limits each', deliveriesPerCall: 1, countersPerDelivery: 4, open: production, batch: () => [anyCustomer()] },
   { label: '(c) 1 bucket, 1 limit', deliveriesPerCall: BATCH, countersPerDelivery: 1, open: production, batch: () => copies(BATCH, () => oneBucket) },
   { label: '(d) unkeyed + 1 of 1,000 keys, 2 limits each', deliveriesPerCall: BATCH, countersPerDelivery: 4, open: production, batch: () => copies(BATCH, anyCustomer) },
+  { label: '(e) 1 bucket, a rate', deliveriesPerCall: 1, countersPerDelivery: 1, open: production, batch: () => [[{ throttle: rateOnly }]] },
+  { label: '(e) 1 bucket, a rate', deliveriesPerCall: BATCH, countersPerDelivery: 1, open: production, batch: () => copies(BATCH, () => [{ throttle: rateOnly }]) },
+  { label: '(f) 1 bucket, a rate and 1 limit', deliveriesPerCall: BATCH, countersPerDelivery: 2, open: production, batch: () => copies(BATCH, () => [{ throttle: rateAndWindow }]) },
   { label: 'refused: full bucket, burst-filled', deliveriesPerCall: 1, countersPerDelivery: 1, open: burstFilled, batch: () => [[{ throttle: fullBurst }]] },
   { label: 'refused: full bucket, burst-filled', deliveriesPerCall: BATCH, countersPerDelivery: 1, open: burstFilled, batch: () => copies(BATCH, () => [{ throttle: fullBurst }]) },
   { label: 'refused: full bucket, spread over 1 h', deliveriesPerCall: 1, countersPerDelivery: 1, open: spreadFilled, batch: () => [[{ throttle: fullSpread }]] },
@@ -107,7 +114,8 @@ export const grantThroughput: Benchmark = {
     for (const testCase of CASES) rows.push(...(await measure(context, testCase)));
     const notes = [
       `${context.durationMs} ms per row after a ${WARM_UP_MS} ms warm-up; "in flight" calls share one connection (pipelined).`,
-      'Rows (a)-(d) use limits that never bind (10,000,000/1s, and 100,000,000/1m where there are two), so every delivery is granted.',
+      'Rows (a)-(d) use limits that never bind (10,000,000/1s, and 100,000,000/1m where there are two), so every delivery is granted;',
+      '  (e) and (f) a rate that never binds (10,000,000/1s), alone and beside a window limit: compare them with (a) and (c).',
       'Refused rows: a bucket already at its limit (100/1h filled at once: few hash fields; 100,000/1h spread over the hour on a',
       '  shifted test clock: ~220 release-index fields). A refusal reads the whole counter (HGETALL) to compute retryAt.',
       'Latencies include the client side (key building, token ids). Times are noisy on small machines: compare rows, not runs.',
