@@ -16,6 +16,9 @@
     then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
     (test builds read one more trailing ARGV, a clock offset in ms)
 
+  A paused bucket (ThrottleAdmin.pause, RetryAfterError: includes/throttlePauses) has no room until its
+  pause ends.
+
   After a restart or promotion of this node (includes/nodeIdentity), the counters may lack grants counted
   just before: every limit then holds for its window (and h and a margin), or only for h and a margin when
   Redis keeps acknowledged writes (includes/recoveryHold, includes/grantorRecovery).
@@ -31,6 +34,7 @@ local rcall = redis.call
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
 --- @include "includes/rateCounter"
+--- @include "includes/throttlePauses"
 --- @include "includes/nodeIdentity"
 --- @include "includes/recoveryHold"
 --- @include "includes/grantorRecovery"
@@ -54,6 +58,7 @@ if counterCount > 0 then
 end
 
 local counters = {}
+local paused = {}
 for i = 1, counterCount do
   local untilMs
   if ARGV[2 * i + 2] == 'r' then
@@ -70,7 +75,17 @@ for i = 1, counterCount do
     -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
     untilMs = heldUntilMs + (windowHold and windowMs or 0)
   end
-  if heldUntilMs > 0 and untilMs * 1000 > now then counters[i].heldUntilUs = untilMs * 1000 end
+  local heldUs = heldUntilMs > 0 and untilMs * 1000 or 0
+  -- A paused bucket (includes/throttlePauses) is held until its pause ends. Its throttle's key base and its
+  -- bucket segment come from the counter's key (<base>:b:<bucket>:<W or r>; a segment holds no ':').
+  local base, bucket = string.match(KEYS[i], '^(.*):b:([^:]*):[^:]*$')
+  local flagged = paused[base]
+  if flagged == nil then
+    flagged = rcall('HEXISTS', base .. ':limits', 'p') == 1
+    paused[base] = flagged
+  end
+  heldUs = math.max(heldUs, pausedUntilUs(base, bucket, flagged, now))
+  if heldUs > now then counters[i].heldUntilUs = heldUs end
 end
 
 local function roomFor(counter)

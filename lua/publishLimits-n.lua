@@ -13,6 +13,7 @@
                and for a rate r -> "n perMs burst" and rh -> H, the longest lease (ms) of a worker in
                leased delivery declaring it (includes/rateCounter)
 
+  A throttle paused (<throttle base>:paused exists, includes/throttlePauses) keeps its limits' field p.
   A lease shorter than the one published stays the longer one (rh) until every token leased with that
   could be spent: rl is the shorter one, applied by the first publication from rd (ms, this node's clock) on.
 
@@ -44,6 +45,9 @@ for k = 1, #KEYS do
         rcall('HSET', KEYS[k], 'rh', lease)
       end
     end
+    -- A pause outlives the limits' rewrites (includes/throttlePauses).
+    local pausedKey = string.sub(KEYS[k], 1, -string.len(':limits') - 1) .. ':paused'
+    if rcall('EXISTS', pausedKey) == 1 then rcall('HSET', KEYS[k], 'p', '1') end
     rcall('HSET', KEYS[k], 'v', version)
     rcall('PEXPIRE', KEYS[k], tonumber(ARGV[1]))
     written = written + 1

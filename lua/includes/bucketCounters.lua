@@ -3,11 +3,13 @@
   (and swept), shared by every class that draws from it, and saved once at the end.
   A throttle can be held (no room at all) for a while after the node holding its counters restarted or was
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
-  A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters.
+  A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
+  paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
   Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
 --- @include "rateCounter"
+--- @include "throttlePauses"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
 local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
@@ -31,6 +33,8 @@ function throttleLimits(throttlePrefix, encodedName)
         rateText = flat[i + 1]
       elseif flat[i] == 'rh' then
         rateLease = tonumber(flat[i + 1])
+      elseif flat[i] == 'p' then
+        cached.paused = true
       elseif windowMs then
         -- The counter key of bucket b is keyHead .. b .. keyTail (schedulerKeys counterKeyParts, once per limit).
         local keyHead, keyTail = counterKeyParts(cached.base, flat[i])
@@ -68,7 +72,7 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
     counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs)
     rateList[#rateList + 1] = counters.rate
   end
-  counters.heldUntilUs, counters.nowUs = limits.heldUntilUs, nowUs
+  counters.heldUntilUs, counters.nowUs = math.max(limits.heldUntilUs, pausedUntilUs(limits.base, bucket.bucket, limits.paused, nowUs)), nowUs
   bucketCache[bucket.id] = counters
   return counters
 end

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
+import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
@@ -234,11 +235,12 @@ export class ThrottleAdmin {
     const throttle = await this.effective(name, entries);
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const k = this.keys.throttleIndexes(name);
-    const [activeBuckets, bucketsAtLimit, totals, recoveryHold] = await Promise.all([
+    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused] = await Promise.all([
       this.ns.zcount(k.active, `(${now}`, '+inf'),
       this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
       readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
+      readPauses(this.ns, this.keys, name, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -274,6 +276,7 @@ export class ThrottleAdmin {
       limitedTotal: totals.limited,
       tokensExpired: totals.expired,
       recoveryHold,
+      paused,
       at: now,
     };
   }
@@ -304,12 +307,14 @@ export class ThrottleAdmin {
       : null;
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
-    const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null].filter((t): t is number => t !== null);
+    const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
+    const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null, pausedUntil ?? null].filter((t): t is number => t !== null);
     return {
       throttle: name,
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
       limits,
       rate,
+      paused: pausedUntil === undefined ? null : { until: pausedUntil },
       waiting,
       nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
       at: now,
@@ -333,6 +338,43 @@ export class ThrottleAdmin {
       );
     }
     return released;
+  }
+
+  /**
+   * Pauses a throttle (every bucket) or one bucket of it (`key`), for `forMs`, until `untilMs` (Redis clock),
+   * or until resumed: its buckets deliver nothing from every worker's next delivery call, other throttles' jobs
+   * flow on. The pause is kept in Redis (it outlives worker restarts), shows in throttleStats, and a longer one
+   * already set stays. Resolves to when it ends (ms, Redis clock; null: until resumed).
+   */
+  async pause(name: string, options: PauseOptions = {}): Promise<{ until: number | null }> {
+    const now = await this.nowMs();
+    const declared = await this.declared(name, now);
+    const segment = bucketSegmentOf(name, declared, options.key);
+    const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
+    return { until: until === 0 ? null : until };
+  }
+
+  /**
+   * Lifts every pause of a throttle, or (`key`) that bucket's own; classes waiting on them look again at once.
+   * Resolves to how many pauses were lifted.
+   */
+  async resume(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<number> {
+    const now = await this.nowMs();
+    const entries = await this.liveEntries(now);
+    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+    const segment = options.key === undefined ? '' : bucketSegmentOf(name, declaring.length > 0 ? effectiveThrottle(entries, name) : undefined, options.key);
+    const targets = [...new Map(declaring.map((entry) => {
+      const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
+      const q = keys.queue(entry.queue);
+      return [q.base, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: `${keys.bullmqBase(entry.queue)}marker` }] as const;
+    })).values()];
+    return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
+  }
+
+  /** The throttle's effective declaration, when a live worker declares it. */
+  private async declared(name: string, now: number): Promise<EffectiveThrottle | undefined> {
+    const entries = await this.liveEntries(now);
+    return entries.some((entry) => entry.declarations.some((d) => d.name === name)) ? effectiveThrottle(entries, name) : undefined;
   }
 
   async close(): Promise<void> {

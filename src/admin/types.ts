@@ -4,6 +4,7 @@ import { Missing } from '../declarations/Missing';
 import type { RecoveryHold } from './recoveryHold';
 import type { Rate } from '../declarations/Rate';
 import type { RateReading } from './rateReading';
+import type { ThrottlePause } from './throttlePauses';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
@@ -69,6 +70,8 @@ export interface ThrottleStats extends ThrottleSummary {
    * it is delivered until `until` (ms, Redis clock). Unthrottled deliveries go on.
    */
   recoveryHold: RecoveryHold | null;
+  /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */
+  paused: ThrottlePause | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
   tokensExpired: number;
   at: number;
@@ -81,6 +84,8 @@ export interface BucketStats {
   limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
   /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
   rate: RateReading | null;
+  /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */
+  paused: { until: number | null } | null;
   waiting: number;
   /** When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now. */
   nextRoomAt: number;

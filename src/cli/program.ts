@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerBucket } from './commands/bucket';
 import { registerRelease } from './commands/release';
+import { registerPause } from './commands/pause';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
@@ -66,6 +67,7 @@ queue runs, or a Redis that cannot be reached.`);
   registerBucket(program);
   registerWatch(program);
   registerRelease(program);
+  registerPause(program);
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;
 }

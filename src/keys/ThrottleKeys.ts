@@ -54,6 +54,11 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:b:${bucket}:r`;
   }
 
+  /** HASH '*' or a bucket segment -> until (ms; 0: until resumed): the throttle's pauses (lua/includes/throttlePauses.lua). */
+  throttlePauses(name: string): string {
+    return `${this.throttleBase(name)}:paused`;
+  }
+
   /** ZSET: tokens returned recently, so that a second return of one token is a no-op. */
   returnedTokens(name: string): string {
     return `${this.throttleBase(name)}:returned`;
@@ -127,6 +132,7 @@ export class ThrottleKeys {
       blockedSince: `${base}:blocked-since`,
       refusedTokens: `${base}:refused-tokens`,
       node: `${base}:node`,
+      leaseRoom: `${base}:lease-room`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -173,6 +179,8 @@ export interface QueueThrottleKeys {
   readonly blockedSince: string;
   /** SET of lock tokens whose job's completion Redis refused: the delivery script fetches no next job for them. */
   readonly refusedTokens: string;
+  /** HASH bucket id -> us when the grantor said the bucket has room again (leased delivery, lua/includes/leasedRoom.lua). */
+  readonly leaseRoom: string;
   /**
    * HASH describing the node that holds the queue: id, since (leased delivery: lua/takeLeasedJobs-19.lua);
    * replicas, noReplicasSince (lua/nodeReplicas-1.lua). Its `:mark` is the identity check's mark.

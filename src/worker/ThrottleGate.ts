@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { raw2NextJobData } from 'bullmq';
+import { Job, raw2NextJobData } from 'bullmq';
+import { RetryAfterError } from '../errors/RetryAfterError';
+import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 import type { Logger } from 'pino';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
@@ -32,6 +34,7 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
+import { PauseNotice } from './pauseNotice';
 
 export interface GateOptions {
   queue: string;
@@ -93,12 +96,16 @@ export class ThrottleGate implements Gate {
   private failedStart?: Error;
   private readonly namespaceCheck: NamespaceCheck;
   private readonly holdNotice: RecoveryHoldNotice;
+  private readonly classifier: JobClassifier;
+  private readonly pauseNotice: PauseNotice;
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
     this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
+    this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
+    this.pauseNotice = new PauseNotice(options.logger, options.queue);
     this.lifecycle = new DeclarationLifecycle({
       queue: options.queue, prefix: options.prefix, throttles: options.throttles, declarationTtlMs: options.declarationTtlMs,
       logger: options.logger, workerId: this.workerId, keys: this.keys, queueKeys: this.queueKeys,
@@ -108,7 +115,7 @@ export class ThrottleGate implements Gate {
     this.placer = new HeldJobPlacer({
       queue: options.queue,
       queueKeys: this.queueKeys,
-      classifier: new JobClassifier(options.attributes, options.logger, options.queue),
+      classifier: this.classifier,
       runner: () => this.runner!,
       bullmqKeys: () => this.backend!.keys,
       client: async () => (await this.backend!.client) as unknown as RedisClient,
@@ -277,6 +284,7 @@ export class ThrottleGate implements Gate {
       await this.detector?.check(this.lifecycle.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
+      await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -473,6 +481,23 @@ export class ThrottleGate implements Gate {
   }
 
   private readonly wakeTimer = new MarkerWakeTimer(() => this.wakeBullmq());
+
+  /**
+   * A processor threw RetryAfterError: every bucket the job draws from (or the named throttle's) pauses for the
+   * error's time, for every worker (lua/pauseThrottle-2.lua). The job itself goes back through bullmq's
+   * RateLimitError path (ThrottledWorker.handleFailed), and is held again in its paused bucket.
+   */
+  async retryAfter(job: Job, error: RetryAfterError): Promise<void> {
+    const config = this.lifecycle.config;
+    if (!config || !this.namespaceRunner) return;
+    const buckets = bucketsToPause(job, error, this.classifier, config);
+    if (buckets.length === 0) {
+      this.options.logger.warn({ queue: this.options.queue, jobId: job.id, throttle: error.throttle }, 'RetryAfterError names no bucket of this job: nothing paused, the job goes back to wait');
+      return;
+    }
+    await pauseBuckets(this.namespaceRunner, this.keys, buckets, error.retryAfterMs);
+    this.options.logger.info({ queue: this.options.queue, jobId: job.id, buckets, forMs: error.retryAfterMs }, 'buckets paused by RetryAfterError');
+  }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
   classifyBatch(): Promise<number> {

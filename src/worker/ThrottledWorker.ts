@@ -2,6 +2,7 @@ import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { RetryAfterError } from '../errors/RetryAfterError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
@@ -151,6 +152,12 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    */
   protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     if (err instanceof CompletionInDoubtError) return undefined as unknown as Job<DataType, ResultType, NameType>;
+    if (err instanceof RetryAfterError) {
+      // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again.
+      await this.gate.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
+      // bullmq's own path for a job its processor rate-limited: back to wait, no attempt counted.
+      err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
+    }
     this.gate.expectHandover(token);
     const next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     return next ?? this.nextHandedOver(token);

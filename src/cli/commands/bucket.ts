@@ -36,6 +36,7 @@ export function formatBucketStats(stats: BucketStats): string {
       ]] : []),
     ], { indent: '  ' }),
     ...table([
+      ...(stats.paused ? [['paused', stats.paused.until === null ? 'until resumed' : `until ${formatRelative(stats.paused.until, stats.at)}`] as [string, string]] : []),
       ['waiting', `${plural(stats.waiting, 'job')} held on this bucket`],
       ['next room', stats.nextRoomAt <= stats.at ? 'now' : formatRelative(stats.nextRoomAt, stats.at)],
     ], { indent: '  ' }),

@@ -3,7 +3,7 @@ import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { ThrottleStats } from '../../admin/types';
 import { formatWindow } from '../../declarations/window';
 import { Missing } from '../../declarations/Missing';
-import { formatBucketKey, formatCount, formatLimit, formatLimits, plural, table } from '../format';
+import { formatBucketKey, formatCount, formatLimit, formatLimits, formatRelative, plural, table } from '../format';
 import { parseWholeNumber } from '../options';
 import { runCommand, toJson } from '../run';
 
@@ -43,6 +43,10 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
       ['queues', `${stats.queues.join(', ') || '(none)'} (declared by ${plural(stats.declaredBy, 'live ThrottledWorker')})`],
       ['buckets', `${formatCount(stats.activeBuckets)} active, ${formatCount(stats.bucketsAtLimit)} at their limit`],
       ['waiting', `${plural(stats.waiting, 'job')} held on full buckets`],
+      ...(stats.paused ? [['paused', [
+        stats.paused.all ? `every bucket ${stats.paused.all.until === null ? 'until resumed' : `until ${formatRelative(stats.paused.all.until, stats.at)}`}` : '',
+        stats.paused.buckets > 0 ? `${plural(stats.paused.buckets, 'bucket')} on their own` : '',
+      ].filter(Boolean).join('; ')] as [string, string]] : []),
       ...last.map((line, i): [string, string] => [i === 0 ? 'last window' : '', line]),
       ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${formatCount(stats.limitedTotal)} limited (held back by a full bucket), since its keys exist`],
     ], { indent: '  ' }),

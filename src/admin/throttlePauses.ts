@@ -1,0 +1,103 @@
+import { describeKeyPart, KeyValue } from '../declarations/Key';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { InvalidGrantError } from '../errors/InvalidGrantError';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { encodeBucket, encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+
+/** How a pause is asked for: for a while, until a time (ms, Redis clock), or (neither) until resumed. */
+export interface PauseOptions {
+  forMs?: number;
+  untilMs?: number;
+  /** One bucket: its key values (null for the missing-key bucket); omitted: every bucket of the throttle. */
+  key?: readonly KeyValue[] | null;
+}
+
+export interface ThrottlePause {
+  /** Every bucket of the throttle is paused until then (ms, Redis clock; null: until resumed); undefined: not paused. */
+  all?: { until: number | null };
+  /** Buckets paused on their own (RetryAfterError, admin.pause with a key). */
+  buckets: number;
+}
+
+/**
+ * The bucket segment of `key` for a throttle (its effective declaration, when a live worker declares it): ''
+ * for the throttle's '*'. A key of the wrong shape is an error that names the shape.
+ */
+export function bucketSegmentOf(name: string, throttle: EffectiveThrottle | undefined, key: readonly KeyValue[] | null | undefined): string {
+  if (key === undefined) return '*';
+  if (throttle && !throttle.keyParts) {
+    if (key && key.length > 0) throw new InvalidGrantError(`throttle '${name}' has no key, so it has one bucket: leave the key out.`);
+    return UNKEYED_BUCKET;
+  }
+  if (key === null || key.length === 0) return MISSING_KEY_BUCKET;
+  if (throttle?.keyParts && key.length !== throttle.keyParts.length) {
+    throw new InvalidGrantError(`throttle '${name}' has a key of ${throttle.keyParts.length} part(s) (${throttle.keyParts.map(describeKeyPart).join(', ')}), but ${key.length} value(s) were given.`);
+  }
+  return encodeBucket(key, name);
+}
+
+/** Until when (ms, Redis clock; 0: until resumed) a pause asked for at `nowMs` lasts. */
+export function pauseUntilMs(options: PauseOptions, nowMs: number): number {
+  const { forMs, untilMs } = options;
+  if (forMs !== undefined && untilMs !== undefined) {
+    throw new InvalidOptionError(`pause: give forMs (${forMs}) or untilMs (${untilMs}), not both.`);
+  }
+  if (forMs !== undefined) {
+    if (typeof forMs !== 'number' || !Number.isFinite(forMs) || forMs <= 0) throw new InvalidOptionError(`pause: forMs ${String(forMs)} must be a positive number of ms, such as { forMs: 60_000 }.`);
+    return Math.ceil(nowMs + forMs);
+  }
+  if (untilMs !== undefined) {
+    if (typeof untilMs !== 'number' || !Number.isFinite(untilMs) || untilMs <= nowMs) {
+      throw new InvalidOptionError(`pause: untilMs ${String(untilMs)} must be a time (ms, Redis clock) after now (${nowMs}).`);
+    }
+    return Math.ceil(untilMs);
+  }
+  return 0;
+}
+
+/** Sets a pause (lua/pauseThrottle-2.lua; forMs: from now on the Redis clock, instead of untilMs): resolves to the pause now in force on that field (ms; 0: until resumed). */
+export async function setPause(runner: ScriptRunner, keys: ThrottleKeys, name: string, segment: string, untilMs: number, forMs = 0): Promise<number> {
+  const reply = (await runner.run('pauseThrottle', [keys.throttlePauses(name), keys.effectiveLimits(name)], [segment, untilMs, forMs])) as number[];
+  return Number(reply[1]);
+}
+
+/** Lifts pauses (lua/resumeThrottle-2.lua: '' every one) and wakes what waits on them in each queue (lua/wakeBuckets-3.lua). */
+export async function liftPause(
+  namespace: ScriptRunner, queues: ScriptRunner, keys: ThrottleKeys, name: string, segment: string,
+  queueKeys: readonly { wakeups: string; leaseRoom: string; marker: string }[],
+): Promise<number> {
+  const lifted = Number(await namespace.run('resumeThrottle', [keys.throttlePauses(name), keys.effectiveLimits(name)], [segment]));
+  const bucket = segment === '' || segment === '*' ? '' : segment;
+  for (const q of queueKeys) await queues.run('wakeBuckets', [q.wakeups, q.leaseRoom, q.marker], [encodeSegment(name), bucket]);
+  return lifted;
+}
+
+/** The throttle's pauses in force at nowMs, as the delivery scripts see them. */
+export async function readPauses(ns: RedisClient, keys: ThrottleKeys, name: string, nowMs: number): Promise<ThrottlePause | null> {
+  const flat = await ns.hgetall(keys.throttlePauses(name));
+  let all: ThrottlePause['all'];
+  let buckets = 0;
+  for (const [field, value] of Object.entries(flat)) {
+    const until = Number(value);
+    if (until !== 0 && until <= nowMs) continue;
+    if (field === '*') all = { until: until === 0 ? null : until };
+    else buckets++;
+  }
+  return all || buckets > 0 ? { ...(all ? { all } : {}), buckets } : null;
+}
+
+/** The pause in force on one bucket at nowMs (ms; null: until resumed), the throttle's own included; undefined: none. */
+export async function bucketPausedUntil(ns: RedisClient, keys: ThrottleKeys, name: string, segment: string, nowMs: number): Promise<number | null | undefined> {
+  const [all, own] = await ns.hmget(keys.throttlePauses(name), '*', segment);
+  let latest = 0;
+  for (const value of [all, own]) {
+    if (value === null) continue;
+    const until = Number(value);
+    if (until === 0) return null;
+    if (until > nowMs && until > latest) latest = until;
+  }
+  return latest > 0 ? latest : undefined;
+}

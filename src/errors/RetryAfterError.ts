@@ -1,0 +1,23 @@
+import { InvalidOptionError } from './InvalidOptionError';
+
+/**
+ * Thrown by a processor on a provider's "429, retry after N s": the job goes back, held in its bucket, without
+ * counting an attempt (as bullmq's RateLimitError), and every bucket it drew from pauses for `retryAfterMs`,
+ * for every worker (or only the bucket of `options.throttle`).
+ */
+export class RetryAfterError extends Error {
+  readonly retryAfterMs: number;
+  readonly throttle?: string;
+
+  constructor(retryAfterMs: number, options: { throttle?: string } = {}) {
+    if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0) {
+      throw new InvalidOptionError(
+        `new RetryAfterError(${String(retryAfterMs)}): the pause must be a positive number of milliseconds, such as new RetryAfterError(30_000) for "Retry-After: 30".`,
+      );
+    }
+    super(`retry after ${Math.ceil(retryAfterMs)} ms${options.throttle ? ` (throttle '${options.throttle}')` : ''}`);
+    this.name = new.target.name;
+    this.retryAfterMs = Math.ceil(retryAfterMs);
+    if (options.throttle !== undefined) this.throttle = options.throttle;
+  }
+}
