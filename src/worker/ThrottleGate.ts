@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Job, raw2NextJobData } from 'bullmq';
+import { Job } from 'bullmq';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 import type { Logger } from 'pino';
@@ -13,16 +13,13 @@ import { AttributesFunction, JobClassifier } from './jobClassifier';
 import { QueueConfig } from './queueConfig';
 import { PlainWorkerDetector } from './plainWorkerDetector';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
-import { MarkerWakeTimer } from './markerWakeTimer';
-import { PendingRequest, RequestBatcher } from './requestBatcher';
-import { ParkedRequests } from './parkedRequests';
-import { nextLookLocalMs, TakeReply } from '../delivery/takeNextJobs';
+import { TakeReply } from '../delivery/takeNextJobs';
 import { Delivery } from '../delivery/Delivery';
 import { createDelivery } from '../delivery/createDelivery';
 import { JobCompleter } from './jobCompleter';
 import { HeldJobPlacer } from './heldJobPlacer';
 import { DeclarationLifecycle } from './DeclarationLifecycle';
-import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
+import { DeliveryRequest } from './deliveryTuning';
 import { HeldJobRelease } from './heldJobRelease';
 import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
 import { GateFailures } from './gateFailures';
@@ -35,6 +32,7 @@ import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { PauseNotice } from './pauseNotice';
+import { SlotRequests } from './slotRequests';
 
 export interface GateOptions {
   queue: string;
@@ -297,11 +295,32 @@ export class ThrottleGate implements Gate {
    * script's fixed cost once per batch and no job is ever fetched ahead of a slot that asked for it.
    */
   moveToActive(token: string, name: string, kind: DeliveryRequest['kind']): Promise<unknown[]> {
-    return this.batcher.submit({ token, name, kind, waits: 0 });
+    return this.requests.submit({ token, name, kind, waits: 0 });
   }
 
-  private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), MAX_BATCH, MAX_CALLS_IN_FLIGHT, MIN_OVERLAPPING_BATCH);
-  private readonly parked = new ParkedRequests<DeliveryRequest, unknown[]>((requests) => this.batcher.resubmit(requests));
+  // Read when serving, after the constructor has set ready and failures.
+  private readonly requests = new SlotRequests({
+    ready: () => this.ready,
+    failures: () => this.failures,
+    closed: () => this.closed,
+    mayWait: () => this.options.mayWait(),
+    concurrency: () => this.options.concurrency(),
+    flushCompletions: () => this.completer?.flush(),
+    take: (tokens, name) => this.takeNext(tokens, name),
+    answered: (reply) => {
+      if (reply.stale > 0) this.reclaimInBackground();
+      if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
+      // Another worker published a new generation (a throttle came or went): catch up and reclassify.
+      if (this.lifecycle.config && reply.gen !== this.lifecycle.config.gen) this.refreshInBackground();
+    },
+    classifyBatch: () => this.classifyBatch(),
+    wakeBullmq: () => this.wakeBullmq(),
+  });
+
+  /** Hands every waiting request back to bullmq with no job (the worker pauses). */
+  releaseWaiting(): void {
+    this.requests.releaseWaiting();
+  }
 
   /** Next fetches begun by completions and failures, by lock token, for ThrottledWorker to take (takeHandover). */
   private readonly handovers = new Map<string, Promise<unknown[]>>();
@@ -322,108 +341,6 @@ export class ThrottleGate implements Gate {
     const next = this.handovers.get(token);
     this.handovers.delete(token);
     return next;
-  }
-
-  /** Hands every waiting request back to bullmq with no job (the worker pauses). */
-  releaseWaiting(): void {
-    this.parked.release(raw2NextJobData([0, 0, 0, 0]));
-  }
-
-  private async serve(batch: PendingRequest<DeliveryRequest, unknown[]>[]): Promise<void> {
-    let pending = batch;
-    let reply: TakeReply | undefined;
-    let sentAt = performance.now();
-    try {
-      await this.ready;
-      for (let round = 0; pending.length > 0 && !this.closed; round++) {
-        this.completer?.flush();
-        sentAt = performance.now();
-        const taken: TakeReply = await this.takeNext(pending.map((p) => p.request.token), pending[0].request.name);
-        reply = taken;
-        this.failures.deliverySucceeded();
-        // Slots whose completion Redis refused get nothing: their completion's error is what bullmq sees.
-        if (taken.refused.size > 0) {
-          pending.filter((_, i) => taken.refused.has(i)).forEach((p) => p.resolve(raw2NextJobData(0 as unknown as unknown[])));
-          pending = pending.filter((_, i) => !taken.refused.has(i));
-        }
-        if (reply.stale > 0) this.reclaimInBackground();
-        if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
-        // Another worker published a new generation (a throttle came or went): catch up and reclassify.
-        if (this.lifecycle.config && reply.gen !== this.lifecycle.config.gen) this.refreshInBackground();
-        const served = pending.slice(0, reply.jobs.length);
-        reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
-        pending = pending.slice(reply.jobs.length);
-        // bullmq's main loop found a job: it woke for a new one, or room came back; waiting slots look too.
-        if (this.parked.size > 0 && served.some((p) => p.request.kind === 'fetch')) this.parked.wake();
-        // bullmq's own rate limit is full: the rest go back to bullmq, which waits it out as it would.
-        if (reply.rateLimitMs > 0) break;
-        if (reply.unclassified > 0 && !this.closed) {
-          if (pending.length === 0) {
-            // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
-            void this.classifyBatch().catch((error) => this.failures.report('classifying jobs', error));
-          } else if (round < 3 && (await this.classifyBatch()) > 0) {
-            continue;
-          }
-        }
-        if (reply.more && pending.length > 0 && round < 3) continue;
-        break;
-      }
-      this.waitOrHandBack(pending, reply);
-    } catch (error) {
-      // The backoff counts from when the call went out: in a failover ioredis itself spends up to ~1.6 s on a
-      // call (its redirections) before it fails, and waiting the backoff again on top of that would resume
-      // delivery later than plain bullmq, whose main loop asks again as soon as a fetch fails.
-      this.retryLater(pending, Math.max(0, this.failures.deliveryFailed(error) - (performance.now() - sentAt)));
-    }
-  }
-
-  /**
-   * Requests whose delivery call failed wait `inMs`, then try again, rather than go back to bullmq: its main
-   * loop would emit `error` and ask again at once, thousands of times a second while Redis refuses (OOM).
-   */
-  private retryLater(pending: PendingRequest<DeliveryRequest, unknown[]>[], inMs: number): void {
-    const mayWait = !this.closed && this.options.mayWait();
-    for (const p of pending) {
-      if (mayWait) this.parked.park(p, inMs);
-      else p.resolve(raw2NextJobData([0, 0, 0, 0]));
-    }
-  }
-
-  /** Requests a call could not serve: each waits for room (see PARK_MS) or goes back to bullmq with no job. */
-  private waitOrHandBack(pending: PendingRequest<DeliveryRequest, unknown[]>[], reply: TakeReply | undefined): void {
-    if (pending.length === 0) return;
-    const localNow = Date.now();
-    const next = reply && nextLookLocalMs(reply, localNow);
-    const roomInMs = next === undefined ? undefined : next - localNow;
-    let parkedNext = this.parked.count((request) => request.kind === 'next');
-    const mayParkNext = Math.max(0, this.options.concurrency() - 1);
-    const mayWait = !this.closed && this.options.mayWait() && !(reply && reply.rateLimitMs > 0);
-    const none: Partial<Record<DeliveryRequest['kind'], unknown[]>> = {};
-    for (const p of pending) {
-      const request = p.request;
-      const short = roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && request.waits < MAX_SHORT_WAITS;
-      const long = request.kind === 'next' && roomInMs !== undefined && roomInMs <= PARK_MS && parkedNext < mayParkNext;
-      if (mayWait && (short || long)) {
-        if (request.kind === 'next') parkedNext++;
-        request.waits++;
-        this.parked.park(p, roomInMs!);
-      } else {
-        p.resolve(none[request.kind] ??= this.noJob(request.kind, reply));
-      }
-    }
-  }
-
-  /**
-   * What bullmq itself answers when there is no job: a main-loop fetch gets [null, 0, rateLimitDelay,
-   * delayUntil] (moveToActive's reply); a next fetch after a completion or failure gets the same when bullmq's
-   * limiter is full or there is a time to look again (a delayed job, or here a full bucket's room), and []
-   * when there is nothing to wait for (moveToFinished's reply).
-   */
-  private noJob(kind: DeliveryRequest['kind'], reply: TakeReply | undefined): unknown[] {
-    if (reply && reply.rateLimitMs > 0) return raw2NextJobData([0, 0, reply.rateLimitMs, 0]);
-    const delayUntil = reply && !this.closed ? this.localDelayUntil(reply) : 0;
-    if (kind === 'next' && delayUntil === 0) return raw2NextJobData(0 as unknown as unknown[]);
-    return raw2NextJobData([0, 0, 0, delayUntil]);
   }
 
   private takeNext(tokens: string[], name: string): Promise<TakeReply> {
@@ -459,7 +376,7 @@ export class ThrottleGate implements Gate {
   /** Leased tokens went into the queue's pools: slots waiting here look again, and bullmq's blocked main loop wakes. */
   private tokensArrived(): void {
     if (this.closed) return;
-    if (this.parked.size > 0) this.parked.wake();
+    this.requests.wakeParked();
     void this.wakeBullmq().catch(() => undefined);
   }
 
@@ -468,19 +385,6 @@ export class ThrottleGate implements Gate {
     const client = (await this.backend.client) as unknown as RedisClient;
     await client.zadd(this.backend.keys.marker, 0, '0');
   }
-
-  /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
-  private localDelayUntil(reply: TakeReply): number {
-    const localNow = Date.now();
-    const next = nextLookLocalMs(reply, localNow);
-    if (next === undefined) return 0;
-    const local = Math.max(Math.ceil(next), localNow + 1);
-    this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
-    // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
-    return local;
-  }
-
-  private readonly wakeTimer = new MarkerWakeTimer(() => this.wakeBullmq());
 
   /**
    * A processor threw RetryAfterError: every bucket the job draws from (or the named throttle's) pauses for the
@@ -519,8 +423,7 @@ export class ThrottleGate implements Gate {
     if (this.closed) return async () => undefined;
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.wakeTimer.stop();
-    this.releaseWaiting();
+    this.requests.stop();
     await this.placer.settled();
     await this.refreshing;
     if (!this.lifecycle.opened || !this.backend) return async () => undefined;

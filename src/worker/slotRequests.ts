@@ -1,0 +1,165 @@
+import { raw2NextJobData } from 'bullmq';
+import { nextLookLocalMs, TakeReply } from '../delivery/takeNextJobs';
+import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
+import { GateFailures } from './gateFailures';
+import { MarkerWakeTimer } from './markerWakeTimer';
+import { ParkedRequests } from './parkedRequests';
+import { PendingRequest, RequestBatcher } from './requestBatcher';
+
+/** What serving slot requests needs of the gate. */
+export interface SlotRequestsContext {
+  /** Resolves once the gate has started (declarations registered). */
+  ready(): Promise<void>;
+  closed(): boolean;
+  /** False while requests must not wait for room (the worker is paused). */
+  mayWait(): boolean;
+  concurrency(): number;
+  /** Completions queued for a batch go out before the next delivery call. */
+  flushCompletions(): void;
+  /** One delivery call for these slots' lock tokens. */
+  take(tokens: string[], name: string): Promise<TakeReply>;
+  /** What a call's reply says beyond its jobs (stale classes, dropped jobs, a new generation). */
+  answered(reply: TakeReply): void;
+  classifyBatch(): Promise<number>;
+  /** Sets the queue's marker, waking bullmq's blocked main loop. */
+  wakeBullmq(): Promise<void>;
+  failures(): GateFailures;
+}
+
+/**
+ * The worker's slot requests for a job, as ThrottleGate.moveToActive receives them: gathered into delivery
+ * calls (RequestBatcher), parked in this process while room is about to return (ParkedRequests), or handed
+ * back to bullmq with the time to look again, bullmq's blocked main loop woken then (MarkerWakeTimer).
+ */
+export class SlotRequests {
+  private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), MAX_BATCH, MAX_CALLS_IN_FLIGHT, MIN_OVERLAPPING_BATCH);
+  private readonly parked = new ParkedRequests<DeliveryRequest, unknown[]>((requests) => this.batcher.resubmit(requests));
+  private readonly wakeTimer = new MarkerWakeTimer(() => this.context.wakeBullmq());
+
+  constructor(private readonly context: SlotRequestsContext) {}
+
+  submit(request: DeliveryRequest): Promise<unknown[]> {
+    return this.batcher.submit(request);
+  }
+
+  /** Slots waiting here look again now (tokens arrived, a job was found). */
+  wakeParked(): void {
+    if (this.parked.size > 0) this.parked.wake();
+  }
+
+  /** Hands every waiting request back to bullmq with no job (the worker pauses). */
+  releaseWaiting(): void {
+    this.parked.release(raw2NextJobData([0, 0, 0, 0]));
+  }
+
+  /** Closing: no more wakes of bullmq, and nothing left waiting here. */
+  stop(): void {
+    this.wakeTimer.stop();
+    this.releaseWaiting();
+  }
+
+  private async serve(batch: PendingRequest<DeliveryRequest, unknown[]>[]): Promise<void> {
+    let pending = batch;
+    let reply: TakeReply | undefined;
+    let sentAt = performance.now();
+    try {
+      await this.context.ready();
+      for (let round = 0; pending.length > 0 && !this.context.closed(); round++) {
+        this.context.flushCompletions();
+        sentAt = performance.now();
+        const taken: TakeReply = await this.context.take(pending.map((p) => p.request.token), pending[0].request.name);
+        reply = taken;
+        this.context.failures().deliverySucceeded();
+        // Slots whose completion Redis refused get nothing: their completion's error is what bullmq sees.
+        if (taken.refused.size > 0) {
+          pending.filter((_, i) => taken.refused.has(i)).forEach((p) => p.resolve(raw2NextJobData(0 as unknown as unknown[])));
+          pending = pending.filter((_, i) => !taken.refused.has(i));
+        }
+        this.context.answered(reply);
+        const served = pending.slice(0, reply.jobs.length);
+        reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
+        pending = pending.slice(reply.jobs.length);
+        // bullmq's main loop found a job: it woke for a new one, or room came back; waiting slots look too.
+        if (this.parked.size > 0 && served.some((p) => p.request.kind === 'fetch')) this.parked.wake();
+        // bullmq's own rate limit is full: the rest go back to bullmq, which waits it out as it would.
+        if (reply.rateLimitMs > 0) break;
+        if (reply.unclassified > 0 && !this.context.closed()) {
+          if (pending.length === 0) {
+            // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
+            void this.context.classifyBatch().catch((error) => this.context.failures().report('classifying jobs', error));
+          } else if (round < 3 && (await this.context.classifyBatch()) > 0) {
+            continue;
+          }
+        }
+        if (reply.more && pending.length > 0 && round < 3) continue;
+        break;
+      }
+      this.waitOrHandBack(pending, reply);
+    } catch (error) {
+      // The backoff counts from when the call went out: in a failover ioredis itself spends up to ~1.6 s on a
+      // call (its redirections) before it fails, and waiting the backoff again on top of that would resume
+      // delivery later than plain bullmq, whose main loop asks again as soon as a fetch fails.
+      this.retryLater(pending, Math.max(0, this.context.failures().deliveryFailed(error) - (performance.now() - sentAt)));
+    }
+  }
+
+  /**
+   * Requests whose delivery call failed wait `inMs`, then try again, rather than go back to bullmq: its main
+   * loop would emit `error` and ask again at once, thousands of times a second while Redis refuses (OOM).
+   */
+  private retryLater(pending: PendingRequest<DeliveryRequest, unknown[]>[], inMs: number): void {
+    const mayWait = !this.context.closed() && this.context.mayWait();
+    for (const p of pending) {
+      if (mayWait) this.parked.park(p, inMs);
+      else p.resolve(raw2NextJobData([0, 0, 0, 0]));
+    }
+  }
+
+  /** Requests a call could not serve: each waits for room (see PARK_MS) or goes back to bullmq with no job. */
+  private waitOrHandBack(pending: PendingRequest<DeliveryRequest, unknown[]>[], reply: TakeReply | undefined): void {
+    if (pending.length === 0) return;
+    const localNow = Date.now();
+    const next = reply && nextLookLocalMs(reply, localNow);
+    const roomInMs = next === undefined ? undefined : next - localNow;
+    let parkedNext = this.parked.count((request) => request.kind === 'next');
+    const mayParkNext = Math.max(0, this.context.concurrency() - 1);
+    const mayWait = !this.context.closed() && this.context.mayWait() && !(reply && reply.rateLimitMs > 0);
+    const none: Partial<Record<DeliveryRequest['kind'], unknown[]>> = {};
+    for (const p of pending) {
+      const request = p.request;
+      const short = roomInMs !== undefined && roomInMs <= SHORT_WAIT_MS && request.waits < MAX_SHORT_WAITS;
+      const long = request.kind === 'next' && roomInMs !== undefined && roomInMs <= PARK_MS && parkedNext < mayParkNext;
+      if (mayWait && (short || long)) {
+        if (request.kind === 'next') parkedNext++;
+        request.waits++;
+        this.parked.park(p, roomInMs!);
+      } else {
+        p.resolve(none[request.kind] ??= this.noJob(request.kind, reply));
+      }
+    }
+  }
+
+  /**
+   * What bullmq itself answers when there is no job: a main-loop fetch gets [null, 0, rateLimitDelay,
+   * delayUntil] (moveToActive's reply); a next fetch after a completion or failure gets the same when bullmq's
+   * limiter is full or there is a time to look again (a delayed job, or here a full bucket's room), and []
+   * when there is nothing to wait for (moveToFinished's reply).
+   */
+  private noJob(kind: DeliveryRequest['kind'], reply: TakeReply | undefined): unknown[] {
+    if (reply && reply.rateLimitMs > 0) return raw2NextJobData([0, 0, reply.rateLimitMs, 0]);
+    const delayUntil = reply && !this.context.closed() ? this.localDelayUntil(reply) : 0;
+    if (kind === 'next' && delayUntil === 0) return raw2NextJobData(0 as unknown as unknown[]);
+    return raw2NextJobData([0, 0, 0, delayUntil]);
+  }
+
+  /** When the worker should look again, on its own clock: the next bucket with room or delayed job. */
+  private localDelayUntil(reply: TakeReply): number {
+    const localNow = Date.now();
+    const next = nextLookLocalMs(reply, localNow);
+    if (next === undefined) return 0;
+    const local = Math.max(Math.ceil(next), localNow + 1);
+    this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
+    // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
+    return local;
+  }
+}
