@@ -6,7 +6,9 @@
   Every key is in the throttle namespace's slot.
 
   Input:
-    KEYS[1..]  one limits key (HASH window ms -> N, and v: the registry version) per throttle
+    KEYS[1..]  one limits key (HASH window ms -> N, d: the declared windows "W:N,...", and v: the registry
+               version) per throttle; the window fields are the declared ones, or those of an override set at
+               run time (<throttle base>:overrides, includes/limitOverrides)
     ARGV[1] limits time to live (ms)   ARGV[2] the registry version they were worked out from
     ARGV[3] '1' to publish even so (the registry's version went back: its keys were lost or deleted)
     ARGV[4..]  per throttle (in KEYS order): count of fields, then field, value pairs: window ms -> N,
@@ -21,6 +23,10 @@
 ]]
 local rcall = redis.call
 
+--- @include "includes/limitOverrides"
+
+local time = rcall('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local version = tonumber(ARGV[2])
 local force = ARGV[3] == '1'
 local at, written = 4, 0
@@ -30,14 +36,24 @@ for k = 1, #KEYS do
     local old = rcall('HMGET', KEYS[k], 'rh', 'rd')
     rcall('DEL', KEYS[k])
     local lease
+    local declared, declaredText = {}, {}
     for i = 1, count do
       local field, value = ARGV[at + 2 * i - 1], ARGV[at + 2 * i]
-      if field == 'rh' then lease = tonumber(value) else rcall('HSET', KEYS[k], field, value) end
+      if field == 'rh' then
+        lease = tonumber(value)
+      elseif tonumber(field) then
+        declared[tonumber(field)] = tonumber(value)
+        declaredText[#declaredText + 1] = field .. ':' .. value
+      else
+        rcall('HSET', KEYS[k], field, value)
+      end
     end
+    -- The declared windows (d), and what is counted: those, or an override set at run time (includes/limitOverrides).
+    local base = string.sub(KEYS[k], 1, -string.len(':limits') - 1)
+    rcall('HSET', KEYS[k], 'd', table.concat(declaredText, ','))
+    writeWindowLimits(KEYS[k], base .. ':overrides', declared, nowMs)
     if lease then
       local oldLease, due = tonumber(old[1]) or 0, tonumber(old[2])
-      local time = rcall('TIME')
-      local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
       if lease < oldLease and (due == nil or nowMs < due) then
         -- A lease of oldLease may have been granted just now: its tokens can be spent until then (and a margin).
         rcall('HSET', KEYS[k], 'rh', oldLease, 'rl', lease, 'rd', due or (nowMs + oldLease + 100))
@@ -46,8 +62,7 @@ for k = 1, #KEYS do
       end
     end
     -- A pause outlives the limits' rewrites (includes/throttlePauses).
-    local pausedKey = string.sub(KEYS[k], 1, -string.len(':limits') - 1) .. ':paused'
-    if rcall('EXISTS', pausedKey) == 1 then rcall('HSET', KEYS[k], 'p', '1') end
+    if rcall('EXISTS', base .. ':paused') == 1 then rcall('HSET', KEYS[k], 'p', '1') end
     rcall('HSET', KEYS[k], 'v', version)
     rcall('PEXPIRE', KEYS[k], tonumber(ARGV[1]))
     written = written + 1

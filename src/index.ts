@@ -29,6 +29,7 @@ export { mostInAnyWindow } from './check/mostInAnyWindow';
 export { ThrottleAdmin } from './admin/ThrottleAdmin';
 export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
 export type { PauseOptions, ThrottlePause } from './admin/throttlePauses';
+export type { LimitInput, LimitOverride, SetLimitsOptions } from './admin/limitOverrides';
 export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSummary } from './admin/types';
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';

@@ -10,9 +10,10 @@
 --- @include "recoveryHold"
 --- @include "rateCounter"
 --- @include "throttlePauses"
+--- @include "limitOverrides"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
+local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters, lapsedOverrideRemoved
 do
 local limitsCache = {}
 local counterList = {}
@@ -26,6 +27,7 @@ function throttleLimits(throttlePrefix, encodedName)
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
     cached = { base = throttleBase(throttlePrefix, encodedName) }
     local rateText, rateLease
+    flat = lapsedOverrideRemoved(flat)
     for i = 1, #flat, 2 do
       -- Fields are window ms -> N, r and rh (a rate, lua/publishLimits-n.lua), and v (the registry version).
       local windowMs = tonumber(flat[i])
@@ -35,6 +37,8 @@ function throttleLimits(throttlePrefix, encodedName)
         rateLease = tonumber(flat[i + 1])
       elseif flat[i] == 'p' then
         cached.paused = true
+      elseif flat[i] == 'k' then
+        cached.keyOverrides = true
       elseif windowMs then
         -- The counter key of bucket b is keyHead .. b .. keyTail (schedulerKeys counterKeyParts, once per limit).
         local keyHead, keyTail = counterKeyParts(cached.base, flat[i])
@@ -52,6 +56,45 @@ function throttleLimits(throttlePrefix, encodedName)
   return cached
 end
 
+-- A limits hash read while the whole throttle's override has lapsed (ou passed, not yet rewritten by a
+-- publication): its declared windows (d) instead of the override's (includes/limitOverrides).
+function lapsedOverrideRemoved(flat)
+  local fields = {}
+  for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
+  local untilMs = tonumber(fields.ou)
+  if untilMs == nil or untilMs == 0 then return flat end
+  local time = rcall('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) < untilMs then return flat end
+  local rebuilt = {}
+  for i = 1, #flat, 2 do
+    if not tonumber(flat[i]) and flat[i] ~= 'ou' then
+      rebuilt[#rebuilt + 1] = flat[i]
+      rebuilt[#rebuilt + 1] = flat[i + 1]
+    end
+  end
+  for w, n in string.gmatch(fields.d or '', '(%d+):(%d+)') do
+    rebuilt[#rebuilt + 1] = w
+    rebuilt[#rebuilt + 1] = n
+  end
+  return rebuilt
+end
+
+-- The limits one bucket counts: its throttle's, or merged with the bucket's own override while it lasts.
+local function limitsOfBucket(limits, bucket, nowUs)
+  if not limits.keyOverrides then return limits end
+  local override = activeOverride(rcall('HGET', limits.base .. ':overrides', bucket.bucket), math.floor(nowUs / 1000))
+  if not override then return limits end
+  local declared = {}
+  for _, limit in ipairs(limits) do declared[limit.windowMs] = limit.max end
+  local own = {}
+  for windowMs, max in pairs(mergedWindows(declared, override)) do
+    local keyHead, keyTail = counterKeyParts(limits.base, tostring(windowMs))
+    own[#own + 1] = { windowMs = windowMs, max = max, keyHead = keyHead, keyTail = keyTail }
+  end
+  own.base, own.rate, own.rateKeyTail, own.heldUntilUs, own.paused = limits.base, limits.rate, limits.rateKeyTail, limits.heldUntilUs, limits.paused
+  return own
+end
+
 -- Every counter of one bucket, or nil when its throttle has no limits.
 local bucketCache = {}
 function bucketCounters(throttlePrefix, bucket, nowUs)
@@ -59,6 +102,7 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
   if counters then return counters end
   local limits = throttleLimits(throttlePrefix, bucket.name)
   if limits == nil then return nil end
+  limits = limitsOfBucket(limits, bucket, nowUs)
   counters = {}
   for _, limit in ipairs(limits) do
     -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
+import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
@@ -235,12 +236,13 @@ export class ThrottleAdmin {
     const throttle = await this.effective(name, entries);
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const k = this.keys.throttleIndexes(name);
-    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused] = await Promise.all([
+    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused, overrides] = await Promise.all([
       this.ns.zcount(k.active, `(${now}`, '+inf'),
       this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
       readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
       readPauses(this.ns, this.keys, name, now),
+      readOverrides(this.ns, this.keys, name, now),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -266,6 +268,8 @@ export class ThrottleAdmin {
     }));
     return {
       ...this.summary(throttle, declaring.length),
+      // An override replaces the declared limits while it lasts.
+      ...(overrides.throttle ? { limits: overrides.throttle.limits.map((limit) => ({ ...limit })) } : {}),
       queues: [...new Set(declaring.map((entry) => this.queueName(entry)))].sort(),
       activeBuckets,
       bucketsAtLimit,
@@ -277,6 +281,8 @@ export class ThrottleAdmin {
       tokensExpired: totals.expired,
       recoveryHold,
       paused,
+      limitSource: overrides.throttle ? 'override' : 'declared',
+      overrides,
       at: now,
     };
   }
@@ -298,7 +304,9 @@ export class ThrottleAdmin {
       }
       bucket = encodeBucket(key, name);
     }
-    const limits = await Promise.all(throttle.limits.map(async (limit) => {
+    // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
+    const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
+    const limits = await Promise.all((override?.limits ?? throttle.limits).map(async (limit) => {
       const reading = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
       return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
     }));
@@ -313,6 +321,7 @@ export class ThrottleAdmin {
       throttle: name,
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
       limits,
+      limitSource: override ? 'override' : 'declared',
       rate,
       paused: pausedUntil === undefined ? null : { until: pausedUntil },
       waiting,
@@ -369,6 +378,25 @@ export class ThrottleAdmin {
       return [q.base, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: `${keys.bullmqBase(entry.queue)}marker` }] as const;
     })).values()];
     return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
+  }
+
+  /**
+   * Replaces the declared window limits of a throttle, or (`key`) of one bucket (a plan tier), until cleared or
+   * for `ttlMs`: from the next grant of every worker on, kept in Redis, shown in throttleStats (limitSource) and
+   * throttleBucket. Declared windows it leaves out are still counted, so that clearing it finds every delivery
+   * counted; a lowered limit holds fully within W + h (the design's Limit changes).
+   */
+  async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
+    const checked = checkedLimits(name, limits);
+    const ttlMs = ttlOf(name, options.ttlMs);
+    const segment = bucketSegmentOf(name, await this.declared(name, await this.nowMs()), options.key);
+    await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
+  }
+
+  /** Goes back to the declared limits: of the whole throttle and every bucket, or (`key`) of one bucket. */
+  async clearLimits(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<void> {
+    const segment = options.key === undefined ? '' : bucketSegmentOf(name, await this.declared(name, await this.nowMs()), options.key);
+    await writeOverride(this.nsRunner, this.keys, name, segment, null);
   }
 
   /** The throttle's effective declaration, when a live worker declares it. */

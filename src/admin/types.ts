@@ -5,6 +5,7 @@ import type { RecoveryHold } from './recoveryHold';
 import type { Rate } from '../declarations/Rate';
 import type { RateReading } from './rateReading';
 import type { ThrottlePause } from './throttlePauses';
+import type { LimitOverride } from './limitOverrides';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
@@ -70,6 +71,10 @@ export interface ThrottleStats extends ThrottleSummary {
    * it is delivered until `until` (ms, Redis clock). Unthrottled deliveries go on.
    */
   recoveryHold: RecoveryHold | null;
+  /** Where the limits in force come from: the live declarations, or an override set at run time (setLimits). */
+  limitSource: 'declared' | 'override';
+  /** Overrides in force: the whole throttle's (its limits replace `limits`' declared ones), and how many buckets have their own. */
+  overrides: { throttle: LimitOverride | null; buckets: number };
   /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */
   paused: ThrottlePause | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
@@ -82,6 +87,8 @@ export interface BucketStats {
   key: KeyValue[] | null;
   /** Per limit: tokens counted in the window now. */
   limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
+  /** Where `limits` come from: the declarations, or an override (the bucket's own, else the throttle's). */
+  limitSource: 'declared' | 'override';
   /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
   rate: RateReading | null;
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { registerBucket } from './commands/bucket';
 import { registerRelease } from './commands/release';
 import { registerPause } from './commands/pause';
+import { registerLimit } from './commands/limit';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
@@ -68,6 +69,7 @@ queue runs, or a Redis that cannot be reached.`);
   registerWatch(program);
   registerRelease(program);
   registerPause(program);
+  registerLimit(program);
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;
 }

@@ -59,6 +59,11 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:paused`;
   }
 
+  /** HASH '*' or a bucket segment -> "<until ms>|W:N,...": limits set at run time (lua/includes/limitOverrides.lua). */
+  limitOverrides(name: string): string {
+    return `${this.throttleBase(name)}:overrides`;
+  }
+
   /** ZSET: tokens returned recently, so that a second return of one token is a no-op. */
   returnedTokens(name: string): string {
     return `${this.throttleBase(name)}:returned`;

@@ -33,12 +33,22 @@ export function formatLastWindow(stats: Pick<ThrottleStats, 'key' | 'lastWindow'
     : `${formatCount(w.delivered)} / ${formatCount(w.max)} counted in the last ${formatWindow(w.windowMs)}`));
 }
 
+/** ' (set at run time until …)' while an override replaces the declared limits, and the buckets with their own. */
+function formatOverride(stats: ThrottleStats): string {
+  const whole = stats.overrides.throttle;
+  const parts = [
+    whole ? `set at run time ${whole.until === null ? 'until cleared' : `until ${formatRelative(whole.until, stats.at)}`}` : '',
+    stats.overrides.buckets > 0 ? `${plural(stats.overrides.buckets, 'bucket')} with limits of their own` : '',
+  ].filter(Boolean);
+  return parts.length > 0 ? ` (${parts.join('; ')})` : '';
+}
+
 export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): string {
   const last = formatLastWindow(stats);
   const lines = [
     `throttle ${stats.name}`,
     ...table([
-      ['limits', `${formatLimits(stats.limits, stats.rate)}${stats.key ? ', for each bucket' : ''}`],
+      ['limits', `${formatLimits(stats.limits, stats.rate)}${stats.key ? ', for each bucket' : ''}${formatOverride(stats)}`],
       ['key', formatKeyDescription(stats)],
       ['queues', `${stats.queues.join(', ') || '(none)'} (declared by ${plural(stats.declaredBy, 'live ThrottledWorker')})`],
       ['buckets', `${formatCount(stats.activeBuckets)} active, ${formatCount(stats.bucketsAtLimit)} at their limit`],

@@ -1,0 +1,76 @@
+import { KeyValue } from '../declarations/Key';
+import { Limit } from '../declarations/Limit';
+import { checkLimitPair, checkLimitValue } from '../declarations/validateLimits';
+import { parseWindowMs, WindowInput } from '../declarations/window';
+import { InvalidOptionError } from '../errors/InvalidOptionError';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+
+/** A limit as setLimits takes it: at most `max` in any window of `window`. */
+export interface LimitInput {
+  max: number;
+  window: WindowInput;
+}
+
+export interface SetLimitsOptions {
+  /** One bucket (a plan tier): its key values; omitted: the whole throttle. */
+  key?: readonly KeyValue[] | null;
+  /** The override lapses after this long; omitted: until cleared. */
+  ttlMs?: number;
+}
+
+/** An override in force: its limits, and until when (ms, Redis clock; null: until cleared). */
+export interface LimitOverride {
+  limits: Limit[];
+  until: number | null;
+}
+
+/** Validated limits, as a declaration's would be (positive N, a window, no limit that can never apply). */
+export function checkedLimits(name: string, limits: readonly LimitInput[]): Limit[] {
+  if (!Array.isArray(limits) || limits.length === 0) {
+    throw new InvalidOptionError(`setLimits('${name}', …): give at least one limit, such as [{ max: 50, window: '1s' }]; clearLimits('${name}') goes back to the declared ones.`);
+  }
+  const checked: Limit[] = [];
+  for (const limit of limits) {
+    const next = { max: checkLimitValue(name, limit?.max), windowMs: parseWindowMs(limit?.window, `setLimits('${name}', [{ max: ${limit?.max}, window: ${JSON.stringify(limit?.window)} }])`) };
+    for (const known of checked) checkLimitPair(name, known, next);
+    checked.push(next);
+  }
+  return checked.sort((a, b) => a.windowMs - b.windowMs);
+}
+
+export function ttlOf(name: string, ttlMs: number | undefined): number {
+  if (ttlMs === undefined) return 0;
+  if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new InvalidOptionError(`setLimits('${name}', …, { ttlMs: ${String(ttlMs)} }): ttlMs must be a positive number of ms; leave it out for an override until cleared.`);
+  }
+  return Math.ceil(ttlMs);
+}
+
+/** Sets (limits given) or clears (null) an override (lua/setLimitOverride-2.lua); segment '' with null: every override. */
+export async function writeOverride(runner: ScriptRunner, keys: ThrottleKeys, name: string, segment: string, limits: readonly Limit[] | null, ttlMs = 0): Promise<void> {
+  const windows = limits ? limits.map((l) => `${l.windowMs}:${l.max}`).join(',') : '';
+  await runner.run('setLimitOverride', [keys.limitOverrides(name), keys.effectiveLimits(name)], [segment, windows, 0, ttlMs]);
+}
+
+function parse(text: string | null, nowMs: number): LimitOverride | null {
+  const match = text === null ? null : /^(\d+)\|(.*)$/.exec(text);
+  if (!match) return null;
+  const untilMs = Number(match[1]);
+  if (untilMs !== 0 && untilMs <= nowMs) return null;
+  const limits = [...match[2].matchAll(/(\d+):(\d+)/g)].map((m) => ({ windowMs: Number(m[1]), max: Number(m[2]) }));
+  return { limits, until: untilMs === 0 ? null : untilMs };
+}
+
+/** The overrides in force at nowMs: the whole throttle's, and how many buckets have their own. */
+export async function readOverrides(ns: RedisClient, keys: ThrottleKeys, name: string, nowMs: number): Promise<{ throttle: LimitOverride | null; buckets: number }> {
+  const flat = await ns.hgetall(keys.limitOverrides(name));
+  let buckets = 0;
+  for (const [field, text] of Object.entries(flat)) if (field !== '*' && parse(text, nowMs)) buckets++;
+  return { throttle: parse(flat['*'] ?? null, nowMs), buckets };
+}
+
+export async function readBucketOverride(ns: RedisClient, keys: ThrottleKeys, name: string, segment: string, nowMs: number): Promise<LimitOverride | null> {
+  return parse(await ns.hget(keys.limitOverrides(name), segment), nowMs);
+}
