@@ -4,7 +4,8 @@
   counting at once. A queue takes a token out of its pools before returning it, so a returned token can
   never also be spent. Each group is returned once per throttle: the throttle's returned-set remembers its
   nonce until its tokens would have been released anyway, so a second return is a no-op.
-  Counters are found from the throttle's published limits; a window no longer declared has nothing to return.
+  Counters are found from the throttle's published limits; a window no longer declared has nothing to return,
+  and a rate keeps returned tokens counted (includes/rateCounter says why).
 
   Input:
     KEYS[1]  the namespace's registry version key (it names the slot)
@@ -42,13 +43,6 @@ for _ = 1, tonumber(ARGV[2]) do
         local removed = 0
         for _ = 1, count do
           if removeToken(counter, grantUs, leaseMs, now) then removed = removed + 1 else break end
-        end
-        if removed > stopped then stopped = removed end
-      end
-      if counters.rate then
-        local removed = 0
-        for _ = 1, count do
-          if removeRateToken(counters.rate) then removed = removed + 1 else break end
         end
         if removed > stopped then stopped = removed end
       end

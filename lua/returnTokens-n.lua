@@ -6,9 +6,8 @@
   Input:
     KEYS[1..K]  returned-sets (ZSET: token nonce -> ms when it no longer matters), window counters and rates
     ARGV[1]     G, the number of (token, throttle) groups; then for each group:
-                  set index, nonce, grantUs, leaseMs, c, then c pairs (counter index, window ms), a rate's
-                  window being "r <n> <perMs> <burst>" (the rate it was granted at: a return gives back what
-                  it took)
+                  set index, nonce, grantUs, leaseMs, c, then c pairs (counter index, window ms); a rate keeps
+                  returned tokens counted (includes/rateCounter says why), so none is named here
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
@@ -19,21 +18,14 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/windowCounter"
---- @include "includes/rateCounter"
 --- @include "includes/returnedSet"
 
 local now = nowUs()
 local counters = {}
-local function counterAt(index, window)
+local function counterAt(index, windowMs)
   local counter = counters[index]
   if counter == nil then
-    local rateText = string.match(window, '^r (%d+ %d+ %d+)$')
-    if rateText then
-      local rate = rateOf(rateText, 0)
-      counter = { rate = loadRate(KEYS[index], rate, now), fillMs = rate.fillMs }
-    else
-      counter = loadCounter(KEYS[index], 0, tonumber(window), now)
-    end
+    counter = loadCounter(KEYS[index], 0, windowMs, now)
     counters[index] = counter
   end
   return counter
@@ -54,29 +46,17 @@ for g = 1, groups do
     rcall('ZREMRANGEBYSCORE', setKey, '-inf', nowMs)
     swept[setKey] = true
   end
-  local windows, rates = {}, {}
-  for j = 1, c do
-    local counter = counterAt(tonumber(ARGV[at + 3 + 2 * j]), ARGV[at + 4 + 2 * j])
-    if counter.rate then rates[#rates + 1] = counter else windows[#windows + 1] = counter end
-  end
-  -- A rate's token is given back (its T taken off the bucket's TAT) only for as long as a burst takes to fill
-  -- after it could be spent: a fixed time, so that the returned-set remembers it for as long as a return counts.
-  local mattersMs = releasedMsOf(windows, grantUs, leaseMs)
-  for _, counter in ipairs(rates) do mattersMs = math.max(mattersMs, math.ceil(grantUs / 1000) + counter.fillMs + leaseMs) end
+  local group = {}
+  for j = 1, c do group[j] = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j])) end
   local returned = 0
-  if markReturned(setKey, nonce, mattersMs, nowMs) then
-    for _, counter in ipairs(windows) do
+  if markReturned(setKey, nonce, releasedMsOf(group, grantUs, leaseMs), nowMs) then
+    for _, counter in ipairs(group) do
       if removeToken(counter, grantUs, leaseMs, now) then returned = 1 end
-    end
-    for _, counter in ipairs(rates) do
-      if removeRateToken(counter.rate) then returned = 1 end
     end
   end
   reply[g + 1] = returned
   at = at + 5 + 2 * c
 end
 
-for _, counter in pairs(counters) do
-  if counter.rate then saveRate(counter.rate) else saveCounter(counter) end
-end
+for _, counter in pairs(counters) do saveCounter(counter) end
 return reply

@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { Grantor } from '../src/grant/Grantor';
 import { resolveBuckets } from '../src/grant/resolveBuckets';
-import { decodeTokenId } from '../src/grant/tokenId';
 import { Delivery } from '../src/grant/types';
 import { Key } from '../src/declarations/Key';
 import { Rate } from '../src/declarations/Rate';
@@ -38,7 +37,7 @@ const arbStep: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(-1, -0.4, -0.05, 0, 0, 0.05, 0.4, 1).map((jitterMs): Step => ({ kind: 'untilRoom', jitterMs })) },
 );
 
-interface Spend { key: string; rate: Rate; atUs: number; returned: boolean }
+interface Spend { key: string; rate: Rate; atUs: number }
 
 describe('rate scripts against the reference model (lua/includes/rateCounter.lua)', () => {
   let redis: Redis;
@@ -52,9 +51,8 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
         const clock = new TestClock();
         const grantor = new Grantor({ connection: redis, prefix, leaseMs }, clock.internals());
         const model = new RateModel(leaseMs);
-        const returnedNonces = new Set<string>();
         const spends: Spend[] = [];
-        const granted: { id: string; spends: Map<string, Spend> }[] = [];
+        const granted: { id: string }[] = [];
         let lastNowMs = 0;
         let lastRetryAt = 0;
         let spendCount = 0;
@@ -86,39 +84,42 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
                   lastRetryAt = result.retryAt;
                   return;
                 }
-                const mine = new Map<string, Spend>();
                 for (const ref of own) {
                   // Spent somewhere within h of the grant, as a leased token may be.
-                  const spend = { key: ref.key, rate: ref.rate, atUs: nowUs + delays[spendCount++ % delays.length] * leaseMs * 1000, returned: false };
-                  spends.push(spend);
-                  mine.set(ref.key, spend);
+                  spends.push({ key: ref.key, rate: ref.rate, atUs: nowUs + delays[spendCount++ % delays.length] * leaseMs * 1000 });
                 }
-                granted.push({ id: result.id, spends: mine });
+                granted.push({ id: result.id });
               });
             } else if (granted.length > 0) {
-              const { id, spends: mine } = granted[step.pick % granted.length];
-              const { nowUs, returned } = await grantor.returnBatch([id]);
-              const token = decodeTokenId(id);
-              token.throttles.forEach((group, g) => {
-                const key = grantor.keys.rateCounter(group.name, group.bucket);
-                const spend = mine.get(key)!;
-                // Given back once, and only while a burst could still be filling behind it.
-                const matters = !returnedNonces.has(`${group.name}/${token.nonce}`) && model.returnMattersMs(spend.rate, token.grantUs) > Math.floor(nowUs / 1000);
-                if (matters) returnedNonces.add(`${group.name}/${token.nonce}`);
-                const verdict = matters && model.giveBack(key, spend.rate, nowUs);
-                expect(returned[g]).toBe(verdict);
-                if (verdict) spend.returned = true;
-              });
+              // A return gives nothing back to a rate (its TAT cannot tell whether the token's T still counts):
+              // the token stays counted, so it is checked as if spent.
+              const { id } = granted[step.pick % granted.length];
+              const { returned } = await grantor.returnBatch([id]);
+              expect(returned.every((verdict) => verdict === false)).toBe(true);
             }
             const byKey = new Map<string, Spend[]>();
-            for (const spend of spends) if (!spend.returned) byKey.set(spend.key, [...(byKey.get(spend.key) ?? []), spend]);
+            for (const spend of spends) byKey.set(spend.key, [...(byKey.get(spend.key) ?? []), spend]);
             for (const list of byKey.values()) expect(worstRateExcess(list.map((s) => s.atUs), list[0].rate)).toBeLessThanOrEqual(1e-9);
           }
         } finally {
           await deleteKeysUnder(redis, prefix);
         }
       }),
-      { numRuns: 400 },
+      {
+        numRuns: 400,
+        // Found by this test when returns took T off a rate: a token given back after an idle moment had absorbed
+        // its T let 1 too many through.
+        examples: [[
+          [Throttle.named('sendgrid').rate(1, 5, { burst: 2 })], 3,
+          [
+            { kind: 'grant', deliveries: [[{ throttle: 1, key: 0 }], [{ throttle: 0, key: 0 }], [{ throttle: 0, key: 0 }]] }, { kind: 'untilRoom', jitterMs: -1 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }]] }, { kind: 'return', pick: 1362306355 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }], [{ throttle: 0, key: 0 }]] }, { kind: 'untilRoom', jitterMs: -1 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }]] },
+          ],
+          [0, 0, 0, 0, 0, 0, 0, 0],
+        ]],
+      },
     );
   });
 });

@@ -15,9 +15,12 @@
   M * T < t + H + tau + T = t + burst * T: M < burst + t / T. TAT is rounded up, only ever stricter.
   A lease shorter than before keeps the longer one until every token leased with it is spent or expired
   (lua/publishLimits-n.lua: rl and rd).
+  A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
+  whether its T was absorbed by an idle moment since (then taking it off would let more through than the
+  rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
   The including script defines rcall and includes intArg.
 ]]
-local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, removeRateToken, saveRate
+local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate
 do
 -- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs }.
 function rateOf(text, leaseMs)
@@ -53,14 +56,6 @@ function addRateTokens(counter, count)
   if count <= 0 then return end
   counter.tat = math.ceil(base(counter) + count * counter.T)
   counter.dirty = true
-end
-
--- A token granted and never spent stops counting (it is as if never granted); false when it no longer counted.
-function removeRateToken(counter)
-  if counter.tat <= counter.nowUs then return false end
-  counter.tat = math.max(counter.nowUs, counter.tat - counter.T)
-  counter.dirty = true
-  return true
 end
 
 function saveRate(counter)

@@ -137,7 +137,7 @@ export class Grantor {
           counterArgs[2 * (index - 1)] = `${rate.n} ${rate.perMs} ${rate.burst}`;
           indices.push(index);
         }
-        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(rate ? { rate: { n: rate.n, perMs: rate.perMs, burst: rate.burst } } : {}) });
+        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs) });
       }
       deliveryArgs.push(indices.length, ...indices);
       records.push(record);
@@ -183,11 +183,11 @@ export class Grantor {
     const args: (string | number)[] = [];
     let groups = 0;
     for (const token of ids.map(decodeTokenId)) {
-      for (const { name, bucket, windows, rate } of token.throttles) {
+      for (const { name, bucket, windows } of token.throttles) {
         groups++;
-        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length + (rate ? 1 : 0));
+        // A rate keeps returned tokens counted (lua/includes/rateCounter.lua): only the windows take them back.
+        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length);
         for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
-        if (rate) args.push(indexOf(this.keys.rateCounter(name, bucket)), `r ${rate.n} ${rate.perMs} ${rate.burst}`);
       }
     }
     if (groups === 0) return { nowUs: 0, returned: [] };

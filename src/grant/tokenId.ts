@@ -5,14 +5,14 @@ export interface TokenRecord {
   readonly nonce: string;
   readonly grantUs: number;
   readonly leaseMs: number;
-  /** Per throttle: its name, the bucket segment, the windows the token was counted in and the rate it took from. */
-  readonly throttles: readonly { name: string; bucket: string; windows: number[]; rate?: { n: number; perMs: number; burst: number } }[];
+  /** Per throttle: its name, the bucket segment and the windows the token was counted in. */
+  readonly throttles: readonly { name: string; bucket: string; windows: number[] }[];
 }
 
 const VERSION = 1;
 
 export function encodeTokenId(record: TokenRecord): string {
-  const payload = [VERSION, record.nonce, record.grantUs, record.leaseMs, record.throttles.map((t) => (t.rate ? [t.name, t.bucket, t.windows, [t.rate.n, t.rate.perMs, t.rate.burst]] : [t.name, t.bucket, t.windows]))];
+  const payload = [VERSION, record.nonce, record.grantUs, record.leaseMs, record.throttles.map((t) => [t.name, t.bucket, t.windows])];
   return Buffer.from(JSON.stringify(payload)).toString('base64url');
 }
 
@@ -24,13 +24,11 @@ export function decodeTokenId(id: string): TokenRecord {
     }
     return {
       nonce, grantUs, leaseMs,
-      throttles: throttles.map(([name, bucket, windows, rate]: [unknown, unknown, unknown, unknown]) => {
+      throttles: throttles.map(([name, bucket, windows]: [unknown, unknown, unknown]) => {
         if (typeof name !== 'string' || typeof bucket !== 'string' || !Array.isArray(windows) || !windows.every(Number.isSafeInteger)) {
           throw new Error('unexpected throttle entry');
         }
-        if (rate === undefined) return { name, bucket, windows: windows as number[] };
-        if (!Array.isArray(rate) || rate.length !== 3 || !rate.every((v) => Number.isSafeInteger(v) && v > 0)) throw new Error('unexpected rate');
-        return { name, bucket, windows: windows as number[], rate: { n: rate[0] as number, perMs: rate[1] as number, burst: rate[2] as number } };
+        return { name, bucket, windows: windows as number[] };
       }),
     };
   } catch (error) {

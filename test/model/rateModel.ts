@@ -3,7 +3,8 @@ import { Rate } from '../../src/declarations/Rate';
 /**
  * The generic cell rate of lua/includes/rateCounter.lua, in TypeScript: one theoretical arrival time (TAT, us)
  * per bucket; a token fits at now when max(TAT, now) + T - now <= tau + T, with T = per / n and
- * tau = (burst - 1) * T - leaseMs. The scripts must decide exactly as this does.
+ * tau = (burst - 1) * T - leaseMs. The scripts must decide exactly as this does. A token given back stays
+ * counted (lua/includes/rateCounter.lua says why): nothing here takes one off.
  */
 export class RateModel {
   private readonly tat = new Map<string, number>();
@@ -40,13 +41,6 @@ export class RateModel {
     return Math.ceil(grantUs / 1000) + Math.ceil((rate.burst * ((rate.perMs * 1000) / rate.n)) / 1000) + this.leaseMs;
   }
 
-  giveBack(key: string, rate: Rate, nowUs: number): boolean {
-    const { T } = this.shape(rate);
-    const tat = this.tat.get(key) ?? 0;
-    if (tat <= nowUs) return false;
-    this.tat.set(key, Math.max(nowUs, tat - T));
-    return true;
-  }
 }
 
 /**
