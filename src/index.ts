@@ -30,6 +30,7 @@ export { ThrottleAdmin } from './admin/ThrottleAdmin';
 export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
 export type { PauseOptions, ThrottlePause } from './admin/throttlePauses';
 export type { LimitInput, LimitOverride, SetLimitsOptions } from './admin/limitOverrides';
+export type { JobExplanation } from './admin/explainJob';
 export type { QueueStats, ThrottleStats, BucketStats, ThrottleSummary, BucketSummary } from './admin/types';
 export { UnknownQueueError } from './errors/UnknownQueueError';
 export { UnknownThrottleError } from './errors/UnknownThrottleError';

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
+import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
@@ -397,6 +398,20 @@ export class ThrottleAdmin {
   async clearLimits(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<void> {
     const segment = options.key === undefined ? '' : bucketSegmentOf(name, await this.declared(name, await this.nowMs()), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
+  }
+
+  /**
+   * Why a job is not delivered yet: held waiting on which bucket(s), what each counts against which limit (or
+   * that it is paused), and when room returns; or that it is not held (bullmq's own state).
+   */
+  async explainJob(queue: string, jobId: string): Promise<JobExplanation> {
+    const now = await this.nowMs();
+    const config = queueConfigFrom(await this.liveEntries(now), queue, this.keys.prefix);
+    return explainJob(queue, jobId, {
+      client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
+      bullmqState: () => this.queueFor(queue).getJobState(jobId),
+      bucket: (name, key) => this.throttleBucket(name, key),
+    });
   }
 
   /** The throttle's effective declaration, when a live worker declares it. */

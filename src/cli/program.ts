@@ -5,6 +5,7 @@ import { registerBucket } from './commands/bucket';
 import { registerRelease } from './commands/release';
 import { registerPause } from './commands/pause';
 import { registerLimit } from './commands/limit';
+import { registerWhy } from './commands/why';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
@@ -70,6 +71,7 @@ queue runs, or a Redis that cannot be reached.`);
   registerRelease(program);
   registerPause(program);
   registerLimit(program);
+  registerWhy(program);
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;
 }

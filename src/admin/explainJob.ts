@@ -1,0 +1,80 @@
+import pino from 'pino';
+import { KeyValue } from '../declarations/Key';
+import { decodeBucket, decodeSegment } from '../keys/keyEncoding';
+import { QueueThrottleKeys } from '../keys/ThrottleKeys';
+import { RedisClient } from '../redis/connection';
+import { JobClassifier } from '../worker/jobClassifier';
+import { QueueConfig } from '../worker/queueConfig';
+import { BucketStats } from './types';
+
+/** Why one job is not delivered yet (ThrottleAdmin.explainJob). */
+export interface JobExplanation {
+  queue: string;
+  jobId: string;
+  /** 'held': the throttle layer holds it; otherwise bullmq's state ('waiting', 'active', 'completed', ...). */
+  state: string;
+  /** Held waiting on a bucket without room (its class waits on it), held and about to go, or not held. */
+  held: 'waiting-on-bucket' | 'ready' | null;
+  /** Every bucket the job draws from under the queue's throttles, with what it counts now. */
+  buckets: (BucketStats & { holdsIt: boolean })[];
+  /** When the bucket(s) holding it have room again (ms, Redis clock); null when nothing holds it. */
+  roomAt: number | null;
+  /** One line a person can act on. */
+  reason: string;
+  at: number;
+}
+
+export interface ExplainContext {
+  client: RedisClient;
+  queueKeys: QueueThrottleKeys;
+  /** bullmq's key prefix of the queue ("bull:orders:"). */
+  jobPrefix: string;
+  config: QueueConfig;
+  bullmqState(): Promise<string>;
+  bucket(name: string, key: KeyValue[] | null): Promise<BucketStats>;
+  nowMs: number;
+}
+
+/**
+ * Classifies the job as its workers did (its data, name and stored attributes), finds where it is held (a
+ * class's own list, or ready-jobs) and reads each of its buckets: which one holds it, and until when.
+ */
+export async function explainJob(queue: string, jobId: string, context: ExplainContext): Promise<JobExplanation> {
+  const { client, queueKeys: q, config } = context;
+  const [name, data, opts, priority, stored] = await client.hmget(`${context.jobPrefix}${jobId}`, 'name', 'data', 'opts', 'priority', 'tha');
+  const base = { queue, jobId, at: context.nowMs };
+  if (data === null) return { ...base, state: 'unknown', held: null, buckets: [], roomAt: null, reason: `job ${jobId} does not exist in queue ${queue}` };
+  const placement = new JobClassifier(undefined, pino({ level: 'silent' }), queue).place({ id: jobId, name, data, opts, priority, storedAttributes: stored }, config);
+  const member = placement.member;
+  const [inClass, inReady, waitsOn] = await Promise.all([
+    client.zscore(q.classJobs(member), jobId),
+    client.zscore(q.readyJobs, `${member}#${jobId}`),
+    client.hget(q.classState, member),
+  ]);
+  const held = inClass !== null && waitsOn !== null ? 'waiting-on-bucket' : inClass !== null || inReady !== null ? 'ready' : null;
+  const ids = member.slice(member.indexOf('/') + 1);
+  const buckets = await Promise.all((ids === '*' ? [] : ids.split('|')).map(async (id) => {
+    const eq = id.indexOf('=');
+    const throttle = decodeSegment(id.slice(0, eq));
+    const decoded = decodeBucket(id.slice(eq + 1));
+    const stats = await context.bucket(throttle, decoded.kind === 'keyed' ? decoded.values : null);
+    return { ...stats, holdsIt: held === 'waiting-on-bucket' && waitsOn === id };
+  }));
+  const state = held ? 'held' : await context.bullmqState();
+  const holding = buckets.filter((b) => b.holdsIt);
+  const roomAt = holding.length > 0 ? Math.max(...holding.map((b) => b.nextRoomAt)) : null;
+  return { ...base, state, held, buckets, roomAt, reason: reasonOf(state, held, holding, roomAt, context.nowMs) };
+}
+
+function reasonOf(state: string, held: JobExplanation['held'], holding: BucketStats[], roomAt: number | null, nowMs: number): string {
+  if (held === 'ready') return 'held, but its buckets have room: it goes with the next delivery call of a worker with a free slot';
+  if (held === null) return `not held by the throttle layer: bullmq has it as ${state}`;
+  const why = holding.map((b) => {
+    const where = `${b.throttle}${b.key === null ? ' (jobs missing the key)' : b.key.length > 0 ? ` [${b.key.join(', ')}]` : ''}`;
+    if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${b.paused.until - nowMs} ms more`}`;
+    const full = b.limits.filter((l) => l.roomAt !== null).map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`);
+    if (b.rate?.roomAt) full.push(`its rate (${b.rate.n} per ${b.rate.perMs} ms, burst ${b.rate.burst}) has no token`);
+    return `${where} is full (${full.join(', ') || 'its room is on its way'})`;
+  });
+  return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > nowMs ? `; room returns in ${roomAt - nowMs} ms` : ''}`;
+}

@@ -1,0 +1,37 @@
+import { Command } from 'commander';
+import { JobExplanation } from '../../admin/explainJob';
+import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
+import { formatBucketKey, formatRelative, table } from '../format';
+import { runCommand, toJson } from '../run';
+
+export function formatExplanation(e: JobExplanation): string {
+  const lines = [`job ${e.jobId} of queue ${e.queue}: ${e.state}`, `  ${e.reason}`];
+  if (e.buckets.length > 0) {
+    lines.push(...table([
+      ['bucket', 'counted', 'room'],
+      ...e.buckets.map((b) => [
+        `${b.throttle} ${formatBucketKey(b.key)}${b.holdsIt ? ' (holds it)' : ''}`,
+        [...b.limits.map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`), ...(b.rate ? [`rate: ${b.rate.room} may go`] : [])].join(', '),
+        b.paused ? `paused${b.paused.until === null ? ' until resumed' : ` until ${formatRelative(b.paused.until, e.at)}`}` : b.nextRoomAt <= e.at ? 'room now' : formatRelative(b.nextRoomAt, e.at),
+      ]),
+    ], { indent: '  ' }));
+  }
+  return lines.join('\n');
+}
+
+/** `bullmq-throttle why <queue> <jobId>`: why a job is not delivered yet. */
+export async function whyCommand(admin: ThrottleAdmin, queue: string, jobId: string, options: { json?: boolean } = {}): Promise<string> {
+  const explanation = await admin.explainJob(queue, jobId);
+  return options.json ? toJson(explanation) : formatExplanation(explanation);
+}
+
+export function registerWhy(program: Command): void {
+  program
+    .command('why')
+    .description('why a job is not delivered yet: the bucket(s) holding it, what each counts, when room returns')
+    .argument('<queue>', 'the queue name')
+    .argument('<jobId>', 'the job id')
+    .action(async (queue: string, jobId: string, _options: unknown, command: Command) => {
+      await runCommand(command, (admin, globals) => whyCommand(admin, queue, jobId, { json: globals.json }));
+    });
+}

@@ -1,0 +1,54 @@
+import { Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Key, Throttle, ThrottleAdmin } from '../../src';
+import { whyCommand } from '../../src/cli/commands/why';
+import { newRedis } from '../support/redis';
+import { testRedisUrl } from '../support/testRedis';
+import { waitFor, WorkerTestBed } from '../support/bullmq';
+
+// ThrottleAdmin.explainJob and the CLI's why: a job held on a full bucket, on a paused one, and one not held.
+describe('explainJob', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  let admin: ThrottleAdmin;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('why');
+    admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
+  });
+  afterEach(async () => {
+    await admin.close();
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  it('names the bucket holding a job, what it counts, when room returns; and a paused one; and a job not held', async () => {
+    const queue = bed.queue('explained');
+    const delivered: string[] = [];
+    const perCustomer = Throttle.named('api-per-customer').key([Key.data('customer')]).limit(2, '1m');
+    const shared = Throttle.named('api').limit(1000, '1s');
+    bed.worker('explained', async (job: Job) => { delivered.push(job.id!); }, { concurrency: 2, throttles: [perCustomer, shared] });
+    const jobs = await queue.addBulk(Array.from({ length: 4 }, (_, i) => ({ name: 'call', data: { customer: i < 3 ? 'acme' : 'globex' } })));
+    await waitFor(() => delivered.length === 3, 10_000, 'two acme jobs and the globex one delivered');
+    const third = jobs[2].id!;
+    await waitFor(async () => (await admin.explainJob('explained', third)).held === 'waiting-on-bucket', 10_000, 'the third acme job held');
+    const explanation = await admin.explainJob('explained', third);
+    expect(explanation.state).toBe('held');
+    const holding = explanation.buckets.find((b) => b.holdsIt)!;
+    expect(holding).toMatchObject({ throttle: 'api-per-customer', key: ['acme'], limits: [{ windowMs: 60_000, max: 2, counted: 2 }] });
+    expect(explanation.buckets.map((b) => b.throttle).sort()).toEqual(['api', 'api-per-customer']);
+    expect(explanation.roomAt).toBeGreaterThan(explanation.at + 50_000);
+    expect(explanation.reason).toMatch(/^waiting: api-per-customer \[acme\] is full \(2\/2 per 60000 ms\); room returns in \d+ ms$/);
+    expect(await whyCommand(admin, 'explained', third)).toContain('api-per-customer acme (holds it)');
+
+    await admin.pause('api-per-customer', { key: ['acme'] });
+    await admin.setLimits('api-per-customer', [{ max: 10, window: '1m' }], { key: ['acme'] });
+    await waitFor(async () => /is paused until resumed/.test((await admin.explainJob('explained', third)).reason), 10_000, 'the pause named');
+
+    const done = await admin.explainJob('explained', jobs[3].id!);
+    expect(done.held).toBeNull();
+    expect(done.state).toBe('completed');
+    expect(done.reason).toBe('not held by the throttle layer: bullmq has it as completed');
+    expect((await admin.explainJob('explained', 'no-such-job')).reason).toBe('job no-such-job does not exist in queue explained');
+  });
+});
