@@ -1,7 +1,8 @@
 --[[
   Grants a batch of deliveries against sliding-window throttle buckets, each one all or nothing:
-  a delivery is granted only when every limit of every bucket it draws from has room, and then
-  one token is counted in all of them at once; otherwise nothing is counted for it.
+  a delivery is granted only when every limit of every bucket it draws from has room for its cost there
+  (1 token, or what the bucket's cost says), and then its tokens are counted in all of them at once;
+  otherwise nothing is counted for it.
   Deliveries are decided in order, each seeing the tokens granted before it in the batch.
 
   Input:
@@ -12,7 +13,8 @@
     ARGV[3..2K+2]   for counter i: max N (ARGV[2i+1]) and window W in ms (ARGV[2i+2]); for a rate,
                     "n perMs burst" and 'r' (granted short of its burst by h, or by the published lease of
                     the throttle's leased workers, the limits' rh, when longer)
-    ARGV[2K+3]      D, the number of deliveries; then for each: c, followed by c counter indices (1-based)
+    ARGV[2K+3]      D, the number of deliveries; then for each: c, followed by c pairs (counter index, 1-based;
+                    cost: the tokens the delivery takes from that counter)
     then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
     (test builds read one more trailing ARGV, a clock offset in ms)
 
@@ -46,7 +48,7 @@ local counterCount = tonumber(ARGV[2])
 -- Past the deliveries: the namespace, for the node identity check and any hold it began.
 local at = 2 * counterCount + 3
 local tail = at + 1
-for _ = 1, tonumber(ARGV[at]) do tail = tail + tonumber(ARGV[tail]) + 1 end
+for _ = 1, tonumber(ARGV[at]) do tail = tail + 2 * tonumber(ARGV[tail]) + 1 end
 local throttlePrefix, durable = ARGV[tail], ARGV[tail + 1] == '1'
 local heldUntilMs, windowHold = 0, false
 if counterCount > 0 then
@@ -88,16 +90,16 @@ for i = 1, counterCount do
   if heldUs > now then counters[i].heldUntilUs = heldUs end
 end
 
-local function roomFor(counter)
+local function roomFor(counter, cost)
   if counter.heldUntilUs then return false end
-  if counter.rate then return rateRoomAtUs(counter.rate) == 0 end
-  return hasRoom(counter)
+  if counter.rate then return rateRoomAtUs(counter.rate, cost) == 0 end
+  return hasRoomFor(counter, cost)
 end
 
-local function roomAt(counter)
+local function roomAt(counter, cost)
   if counter.heldUntilUs then return counter.heldUntilUs end
-  if counter.rate then return rateRoomAtUs(counter.rate) end
-  return roomAtUs(counter)
+  if counter.rate then return rateRoomAtUs(counter.rate, cost) end
+  return roomAtUs(counter, cost)
 end
 
 local reply = { now }
@@ -107,25 +109,29 @@ for d = 1, deliveries do
   local c = tonumber(ARGV[at])
   local fits = true
   for j = 1, c do
-    local counter = counters[tonumber(ARGV[at + j])]
-    if not roomFor(counter) then fits = false end
+    local counter, cost = counters[tonumber(ARGV[at + 2 * j - 1])], tonumber(ARGV[at + 2 * j])
+    if not roomFor(counter, cost) then fits = false end
   end
   if fits then
     for j = 1, c do
-      local counter = counters[tonumber(ARGV[at + j])]
-      if counter.rate then addRateTokens(counter.rate, 1) else addToken(counter, leaseMs) end
+      local counter, cost = counters[tonumber(ARGV[at + 2 * j - 1])], tonumber(ARGV[at + 2 * j])
+      if counter.rate then
+        addRateTokens(counter.rate, cost)
+      else
+        for _ = 1, cost do addToken(counter, leaseMs) end
+      end
     end
     reply[d + 1] = 0
   else
     local retryUs = now
     for j = 1, c do
-      local counter = counters[tonumber(ARGV[at + j])]
-      local roomUs = roomAt(counter)
+      local counter, cost = counters[tonumber(ARGV[at + 2 * j - 1])], tonumber(ARGV[at + 2 * j])
+      local roomUs = roomAt(counter, cost)
       if roomUs > retryUs then retryUs = roomUs end
     end
     reply[d + 1] = math.ceil(retryUs / 1000)
   end
-  at = at + c + 1
+  at = at + 2 * c + 1
 end
 
 for i = 1, counterCount do

@@ -6,7 +6,8 @@
   Input:
     KEYS[1..K]  returned-sets (ZSET: token nonce -> ms when it no longer matters), window counters and rates
     ARGV[1]     G, the number of (token, throttle) groups; then for each group:
-                  set index, nonce, grantUs, leaseMs, c, then c pairs (counter index, window ms); a rate keeps
+                  set index, nonce, grantUs, leaseMs, count (the tokens the grant took: its cost), c, then c
+                  pairs (counter index, window ms); a rate keeps
                   returned tokens counted (includes/rateCounter says why), so none is named here
     (test builds read one more trailing ARGV, a clock offset in ms)
 
@@ -41,21 +42,24 @@ for g = 1, groups do
   local nonce = ARGV[at + 1]
   local grantUs = tonumber(ARGV[at + 2])
   local leaseMs = tonumber(ARGV[at + 3])
-  local c = tonumber(ARGV[at + 4])
+  local count = tonumber(ARGV[at + 4])
+  local c = tonumber(ARGV[at + 5])
   if not swept[setKey] then
     rcall('ZREMRANGEBYSCORE', setKey, '-inf', nowMs)
     swept[setKey] = true
   end
   local group = {}
-  for j = 1, c do group[j] = counterAt(tonumber(ARGV[at + 3 + 2 * j]), tonumber(ARGV[at + 4 + 2 * j])) end
+  for j = 1, c do group[j] = counterAt(tonumber(ARGV[at + 4 + 2 * j]), tonumber(ARGV[at + 5 + 2 * j])) end
   local returned = 0
   if markReturned(setKey, nonce, releasedMsOf(group, grantUs, leaseMs), nowMs) then
     for _, counter in ipairs(group) do
-      if removeToken(counter, grantUs, leaseMs, now) then returned = 1 end
+      for _ = 1, count do
+        if removeToken(counter, grantUs, leaseMs, now) then returned = 1 else break end
+      end
     end
   end
   reply[g + 1] = returned
-  at = at + 5 + 2 * c
+  at = at + 6 + 2 * c
 end
 
 for _, counter in pairs(counters) do saveCounter(counter) end

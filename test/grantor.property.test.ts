@@ -37,19 +37,19 @@ const arbThrottles = fc.array(
 
 const KEY_VALUES = ['acme', 'a:{b}', 1, null] as const;
 type Step =
-  | { kind: 'grant'; deliveries: { throttle: number; key: number }[][] }
+  | { kind: 'grant'; deliveries: { throttle: number; key: number; cost: number }[][] }
   | { kind: 'return'; pick: number }
   | { kind: 'advance'; ms: number }
   | { kind: 'untilRoom'; jitterMs: number };
 const arbStep: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(2), key: fc.nat(3) }), { maxLength: 3 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
+  { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(2), key: fc.nat(3), cost: fc.oneof(fc.constant(1), fc.constant(1), fc.integer({ min: 1, max: 3 })) }), { maxLength: 3 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
   { weight: 1, arbitrary: fc.nat().map((pick): Step => ({ kind: 'return', pick })) },
   { weight: 3, arbitrary: fc.oneof(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 1600 })).map((ms): Step => ({ kind: 'advance', ms })) },
   // The adversarial moment: ask again exactly when (or just around when) the last refusal said room returns.
   { weight: 3, arbitrary: fc.constantFrom(-1, -0.4, -0.05, 0, 0, 0.05, 0.4, 1).map((jitterMs): Step => ({ kind: 'untilRoom', jitterMs })) },
 );
 
-interface Token { grantUs: number; returned: boolean }
+interface Token { grantUs: number; returned: boolean; count: number }
 
 describe('grant and return scripts against the reference model', () => {
   let redis: Redis;
@@ -75,11 +75,18 @@ describe('grant and return scripts against the reference model', () => {
             } else if (step.kind === 'untilRoom') {
               clock.advance(Math.max(0, lastRetryAt - lastNowMs + step.jitterMs));
             } else if (step.kind === 'grant') {
+              // Each bucket once per delivery (one named twice takes both costs: summed, they might never fit).
+              const bucketOfPick = (pick: { throttle: number; key: number }) => `${pick.throttle}/${throttles[pick.throttle]?.keyParts ? KEY_VALUES[pick.key] : ''}`;
               const deliveries: Delivery[] = step.deliveries.map((picks) => picks
                 .filter((pick) => pick.throttle < throttles.length)
-                .map((pick) => ({ throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined })));
-              const refs = deliveries.map((delivery) => resolveBuckets(delivery).flatMap(({ throttle, bucket }) =>
-                throttle.limits.map((limit) => ({ key: grantor.keys.windowCounter(throttle.name, bucket, limit.windowMs), max: limit.max, windowMs: limit.windowMs }))));
+                .filter((pick, i, all) => all.findIndex((other) => bucketOfPick(other) === bucketOfPick(pick)) === i)
+                .map((pick) => ({
+                  throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined,
+                  // A cost no limit of the throttle could ever grant is refused before Redis (a test of its own).
+                  cost: Math.min(pick.cost, ...throttles[pick.throttle].limits.map((limit) => limit.max)),
+                })));
+              const refs = deliveries.map((delivery) => resolveBuckets(delivery).flatMap(({ throttle, bucket, cost }) =>
+                throttle.limits.map((limit) => ({ key: grantor.keys.windowCounter(throttle.name, bucket, limit.windowMs), max: limit.max, windowMs: limit.windowMs, cost }))));
               const { nowUs, results } = await grantor.grantBatch(deliveries);
               const expected = model.grant(nowUs, refs);
               lastNowMs = nowUs / 1000;
@@ -89,7 +96,8 @@ describe('grant and return scripts against the reference model', () => {
                 if (result.granted) {
                   const tokens = new Map<string, Token>();
                   for (const ref of refs[i]) {
-                    const token = { grantUs: nowUs, returned: false };
+                    // A delivery of cost c is c tokens, granted and returned together.
+                    const token = { grantUs: nowUs, returned: false, count: ref.cost };
                     refsByCounter.set(ref.key, ref);
                     tokensByCounter.set(ref.key, [...(tokensByCounter.get(ref.key) ?? []), token]);
                     tokens.set(ref.key, token);
@@ -101,7 +109,7 @@ describe('grant and return scripts against the reference model', () => {
                 const justified = refs[i].some((ref) => {
                   const horizonUs = nowUs - (ref.windowMs + leaseMs) * 1000 - slotUs(ref.windowMs);
                   const live = (tokensByCounter.get(ref.key) ?? []).filter((t) => !t.returned && t.grantUs > horizonUs);
-                  return live.length >= ref.max;
+                  return live.reduce((n, t) => n + t.count, 0) + ref.cost > ref.max;
                 });
                 expect(justified).toBe(true);
                 expect(result.retryAt).toBeGreaterThanOrEqual(Math.floor(nowUs / 1000));
@@ -112,14 +120,14 @@ describe('grant and return scripts against the reference model', () => {
               const token = decodeTokenId(id);
               token.throttles.forEach((group, g) => {
                 const groupRefs = group.windows.map((windowMs) => ({ key: grantor.keys.windowCounter(group.name, group.bucket, windowMs), windowMs }));
-                const verdict = model.returnToken(nowUs, grantor.keys.returnedTokens(group.name), token.nonce, token.grantUs, token.leaseMs, groupRefs);
+                const verdict = model.returnToken(nowUs, grantor.keys.returnedTokens(group.name), token.nonce, token.grantUs, token.leaseMs, groupRefs, group.count ?? 1);
                 expect(returned[g]).toBe(verdict === 1);
                 if (verdict === 1) for (const ref of groupRefs) tokens.get(ref.key)!.returned = true;
               });
             }
             for (const [key, tokens] of tokensByCounter) {
               const ref = refsByCounter.get(key)!;
-              const delivered = tokens.filter((t) => !t.returned).map((t) => t.grantUs);
+              const delivered = tokens.filter((t) => !t.returned).flatMap((t) => Array.from({ length: t.count }, () => t.grantUs));
               expect(mostInAnyWindow(delivered, (ref.windowMs + leaseMs) * 1000)).toBeLessThanOrEqual(ref.max);
             }
           }

@@ -63,15 +63,17 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
             } else if (step.kind === 'untilRoom') {
               clock.advance(Math.max(0, lastRetryAt - lastNowMs + step.jitterMs));
             } else if (step.kind === 'grant') {
+              // Each bucket once per delivery (one named twice takes both: a cost of 2, covered by the Grantor tests).
+              const bucketOfPick = (pick: { throttle: number; key: number }) => `${pick.throttle}/${throttles[pick.throttle]?.keyParts ? KEY_VALUES[pick.key] : ''}`;
               const deliveries: Delivery[] = step.deliveries.map((picks) => picks
                 .filter((pick) => pick.throttle < throttles.length)
+                .filter((pick, i, all) => all.findIndex((other) => bucketOfPick(other) === bucketOfPick(pick)) === i)
                 .map((pick) => ({ throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined })));
               const refs = deliveries.map((delivery) => resolveBuckets(delivery).map(({ throttle, bucket }) => ({ key: grantor.keys.rateCounter(throttle.name, bucket), rate: throttle.tokenRate! })));
               const { nowUs, results } = await grantor.grantBatch(deliveries);
               lastNowMs = nowUs / 1000;
               results.forEach((result, i) => {
-                // One delivery naming a bucket twice takes one token from it.
-                const own = [...new Map(refs[i].map((ref) => [ref.key, ref])).values()];
+                const own = refs[i];
                 const fits = own.every((ref) => model.fits(ref.key, ref.rate, nowUs));
                 if (fits) {
                   for (const ref of own) model.take(ref.key, ref.rate, nowUs);

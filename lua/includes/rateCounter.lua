@@ -46,10 +46,11 @@ function rateRoom(counter)
   return 1 + math.floor((counter.nowUs - at) / counter.T)
 end
 
--- When one more token can be granted (us), 0 when it can now.
-function rateRoomAtUs(counter)
-  if base(counter) - counter.tolerance <= counter.nowUs then return 0 end
-  return math.ceil(base(counter) - counter.tolerance)
+-- When `count` more tokens (1 unless given: a delivery's cost) can be granted (us), 0 when they can now.
+function rateRoomAtUs(counter, count)
+  local at = base(counter) + ((count or 1) - 1) * counter.T - counter.tolerance
+  if at <= counter.nowUs then return 0 end
+  return math.ceil(at)
 end
 
 function addRateTokens(counter, count)

@@ -27,7 +27,7 @@
 --- @include "intArg"
 -- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
 -- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, sweepCounter, loadCounter, hasRoom, addToken, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
+local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
 do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
@@ -136,6 +136,13 @@ function hasRoom(counter)
   return counter.n < counter.max
 end
 
+-- True when `count` more tokens fit (a delivery that costs them); sweeps first when the stored count says no.
+function hasRoomFor(counter, count)
+  if counter.n + count <= counter.max then return true end
+  if not counter.swept then sweepCounter(counter, counter.nowUs) end
+  return counter.n + count <= counter.max
+end
+
 -- Counts one more token granted now (counter.nowUs) with lease leaseMs; every token a run adds to one
 -- counter is granted at that moment with that lease.
 function addToken(counter, leaseMs)
@@ -195,15 +202,16 @@ function slotsInOrder(counter)
   return order
 end
 
--- The earliest time (us) at which the counter holds at most max - 1 tokens, given what is counted now.
--- A full counter takes no more tokens within a script, so its answer is worked out once per script
--- (kept here, not in the counter, which has no field to spare).
+-- The earliest time (us) at which the counter holds at most max - count tokens (count: 1 unless given, a
+-- delivery's cost), given what is counted now. A full counter takes no more tokens within a script, so its
+-- answer for one token is worked out once per script (kept here, not in the counter, which has no field to spare).
 local roomAtUsOf = {}
-function roomAtUs(counter)
-  if hasRoom(counter) then return 0 end
-  local excess = counter.n - counter.max + 1
+function roomAtUs(counter, count)
+  count = count or 1
+  if hasRoomFor(counter, count) then return 0 end
+  local excess = counter.n - counter.max + count
   if excess <= 0 then return 0 end
-  local known = roomAtUsOf[counter]
+  local known = count == 1 and roomAtUsOf[counter]
   if known then return known end
   local at = counter.hi * counter.g.slot
   local released = 0
@@ -214,7 +222,7 @@ function roomAtUs(counter)
       break
     end
   end
-  roomAtUsOf[counter] = at
+  if count == 1 then roomAtUsOf[counter] = at end
   return at
 end
 

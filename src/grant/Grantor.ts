@@ -13,6 +13,9 @@ import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
 import { Rate, stricterRate } from '../declarations/Rate';
 import { Delivery, GrantResult } from './types';
 
+/** Most copies one grantAvailable call decides (one script call: its arguments grow with them). */
+const MAX_AVAILABLE = 1000;
+
 export interface GrantorOptions {
   /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). */
   connection: ConnectionInput;
@@ -105,7 +108,7 @@ export class Grantor {
       const buckets = resolveBuckets(delivery);
       const indices: number[] = [];
       const record: TokenRecord['throttles'][number][] = [];
-      for (const { throttle, bucket } of buckets) {
+      for (const { throttle, bucket, cost } of buckets) {
         for (const limit of throttle.limits) {
           const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
           let index = counterIndex.get(key);
@@ -119,7 +122,7 @@ export class Grantor {
             const at = 2 * (index - 1);
             counterArgs[at] = Math.min(Number(counterArgs[at]), limit.max);
           }
-          indices.push(index);
+          indices.push(index, cost);
         }
         let rate = throttle.tokenRate;
         if (rate) {
@@ -135,11 +138,11 @@ export class Grantor {
           rate = stricterRate(ratesAt.get(index), rate)!;
           ratesAt.set(index, rate);
           counterArgs[2 * (index - 1)] = `${rate.n} ${rate.perMs} ${rate.burst}`;
-          indices.push(index);
+          indices.push(index, cost);
         }
-        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs) });
+        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(cost > 1 ? { count: cost } : {}) });
       }
-      deliveryArgs.push(indices.length, ...indices);
+      deliveryArgs.push(indices.length / 2, ...indices);
       records.push(record);
     }
     const call = {
@@ -183,16 +186,31 @@ export class Grantor {
     const args: (string | number)[] = [];
     let groups = 0;
     for (const token of ids.map(decodeTokenId)) {
-      for (const { name, bucket, windows } of token.throttles) {
+      for (const { name, bucket, windows, count } of token.throttles) {
         groups++;
         // A rate keeps returned tokens counted (lua/includes/rateCounter.lua): only the windows take them back.
-        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, windows.length);
+        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, count ?? 1, windows.length);
         for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
       }
     }
     if (groups === 0) return { nowUs: 0, returned: [] };
     const reply = (await this.runner.run('returnTokens', keys, [groups, ...args])) as number[];
     return { nowUs: Number(reply[0]), returned: reply.slice(1).map((verdict) => Number(verdict) === 1) };
+  }
+
+  /**
+   * Takes what is available now (seed 002's TakeAvailable): up to `max` copies of the delivery, each granted
+   * whole, as many as fit at this moment and no more, without waiting. Resolves to the granted ids (return
+   * them as any other) and, when fewer than `max` fit, when the next one could (ms, Redis clock).
+   */
+  async grantAvailable(delivery: Delivery, max: number): Promise<{ ids: string[]; retryAt: number | null }> {
+    if (!Number.isSafeInteger(max) || max < 1 || max > MAX_AVAILABLE) {
+      throw new InvalidGrantError(`grantAvailable(delivery, ${String(max)}): max must be a whole number from 1 to ${MAX_AVAILABLE}.`);
+    }
+    const results = await this.grant(Array.from({ length: max }, () => delivery));
+    const ids = results.flatMap((result) => (result.granted ? [result.id] : []));
+    const refused = results.find((result): result is Extract<GrantResult, { granted: false }> => !result.granted);
+    return { ids, retryAt: refused ? refused.retryAt : null };
   }
 
   /**

@@ -9,6 +9,27 @@ export interface ResolvedBucket {
   readonly throttle: ThrottleSpec;
   /** The encoded bucket segment of its keys. */
   readonly bucket: string;
+  /** The tokens the delivery takes from it (its cost; 1 unless the request said). */
+  readonly cost: number;
+}
+
+/** A request's cost: a positive whole number. */
+function costOf(request: BucketRequest): number {
+  const { throttle, cost } = request;
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new InvalidGrantError(`grant: cost ${String(cost)} for throttle '${throttle.name}' must be a positive whole number of tokens (1 unless given).`);
+  }
+  return cost;
+}
+
+/** A cost every limit of the throttle could ever grant (more than its N, or than its rate's burst, never fits). */
+function assertCanFit(throttle: ThrottleSpec, cost: number): void {
+  const smallest = [...throttle.limits.map((l) => ({ n: l.max, what: `limit ${l.max} per ${l.windowMs} ms` })), ...(throttle.tokenRate ? [{ n: throttle.tokenRate.burst, what: `burst ${throttle.tokenRate.burst} of its rate` }] : [])]
+    .sort((a, b) => a.n - b.n)[0];
+  if (smallest && cost > smallest.n) {
+    throw new InvalidGrantError(`grant: cost ${cost} for throttle '${throttle.name}' exceeds its ${smallest.what}: it could never be granted. Split the work, or raise the limit.`);
+  }
 }
 
 function bucketOf(request: BucketRequest): string | undefined {
@@ -34,20 +55,21 @@ function bucketOf(request: BucketRequest): string | undefined {
   return encodeBucket(key as readonly KeyValue[], throttle.name);
 }
 
-/** The buckets a delivery draws from, once each; a missing key under Missing.Unthrottled draws from none. */
+/** The buckets a delivery draws from, once each (a bucket named twice costs both); a missing key under Missing.Unthrottled draws from none. */
 export function resolveBuckets(delivery: Delivery): ResolvedBucket[] {
   if (!Array.isArray(delivery)) {
     throw new InvalidGrantError(`grant: a delivery is an array of { throttle, key } (got ${JSON.stringify(delivery)}).`);
   }
-  const seen = new Set<string>();
-  const buckets: ResolvedBucket[] = [];
+  const byId = new Map<string, ResolvedBucket>();
   for (const request of delivery) {
     const bucket = bucketOf(request);
     if (bucket === undefined) continue;
+    const cost = costOf(request);
     const id = `${request.throttle.name}\u0000${bucket}`;
-    if (seen.has(id)) continue;
-    seen.add(id);
-    buckets.push({ throttle: request.throttle, bucket });
+    // A bucket named twice takes both costs.
+    const known = byId.get(id);
+    byId.set(id, { throttle: request.throttle, bucket, cost: (known?.cost ?? 0) + cost });
   }
-  return buckets;
+  for (const { throttle, cost } of byId.values()) assertCanFit(throttle, cost);
+  return [...byId.values()];
 }

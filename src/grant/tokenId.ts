@@ -5,14 +5,14 @@ export interface TokenRecord {
   readonly nonce: string;
   readonly grantUs: number;
   readonly leaseMs: number;
-  /** Per throttle: its name, the bucket segment and the windows the token was counted in. */
-  readonly throttles: readonly { name: string; bucket: string; windows: number[] }[];
+  /** Per throttle: its name, the bucket segment, the windows the token was counted in, and its count (cost) when above 1. */
+  readonly throttles: readonly { name: string; bucket: string; windows: number[]; count?: number }[];
 }
 
 const VERSION = 1;
 
 export function encodeTokenId(record: TokenRecord): string {
-  const payload = [VERSION, record.nonce, record.grantUs, record.leaseMs, record.throttles.map((t) => [t.name, t.bucket, t.windows])];
+  const payload = [VERSION, record.nonce, record.grantUs, record.leaseMs, record.throttles.map((t) => (t.count ? [t.name, t.bucket, t.windows, t.count] : [t.name, t.bucket, t.windows]))];
   return Buffer.from(JSON.stringify(payload)).toString('base64url');
 }
 
@@ -24,11 +24,13 @@ export function decodeTokenId(id: string): TokenRecord {
     }
     return {
       nonce, grantUs, leaseMs,
-      throttles: throttles.map(([name, bucket, windows]: [unknown, unknown, unknown]) => {
+      throttles: throttles.map(([name, bucket, windows, count]: [unknown, unknown, unknown, unknown]) => {
         if (typeof name !== 'string' || typeof bucket !== 'string' || !Array.isArray(windows) || !windows.every(Number.isSafeInteger)) {
           throw new Error('unexpected throttle entry');
         }
-        return { name, bucket, windows: windows as number[] };
+        if (count === undefined) return { name, bucket, windows: windows as number[] };
+        if (!Number.isSafeInteger(count) || (count as number) < 1) throw new Error('unexpected count');
+        return { name, bucket, windows: windows as number[], count: count as number };
       }),
     };
   } catch (error) {

@@ -7,6 +7,8 @@ export type { ThrottleSpec };
 export interface BucketRequest {
   readonly throttle: ThrottleSpec;
   readonly key?: readonly (KeyValue | null | undefined)[] | null;
+  /** Tokens the delivery takes from this bucket, in every limit of its throttle (1 unless given: LLM tokens, bytes...). */
+  readonly cost?: number;
 }
 
 /** One delivery: every bucket it draws from, granted together or not at all. */

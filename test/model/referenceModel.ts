@@ -30,6 +30,8 @@ export interface ModelCounterRef {
   key: string;
   max: number;
   windowMs: number;
+  /** Tokens the delivery takes from this counter (1 unless given). */
+  cost?: number;
 }
 
 interface Slot { count: number; releaseUs: number }
@@ -52,7 +54,7 @@ export class ReferenceModel {
   }
 
   private roomAtUs(ref: ModelCounterRef, nowUs: number): number {
-    const excess = this.counted(ref.key, nowUs) - ref.max + 1;
+    const excess = this.counted(ref.key, nowUs) - ref.max + (ref.cost ?? 1);
     if (excess <= 0) return 0;
     let released = 0;
     for (const [, slot] of this.live(ref.key, nowUs)) {
@@ -65,12 +67,12 @@ export class ReferenceModel {
   /** 0 for granted, else retryAt in ms: the same reply as grantDeliveries. */
   grant(nowUs: number, deliveries: ModelCounterRef[][]): number[] {
     return deliveries.map((refs) => {
-      if (refs.every((ref) => this.counted(ref.key, nowUs) < ref.max)) {
+      if (refs.every((ref) => this.counted(ref.key, nowUs) + (ref.cost ?? 1) <= ref.max)) {
         for (const ref of refs) {
           const { k, releaseUs } = slotOf(ref.windowMs, nowUs, this.leaseMs);
           const counter = this.counters.get(ref.key)!;
           const slot = counter.get(k) ?? { count: 0, releaseUs };
-          counter.set(k, { count: slot.count + 1, releaseUs: Math.max(slot.releaseUs, releaseUs) });
+          counter.set(k, { count: slot.count + (ref.cost ?? 1), releaseUs: Math.max(slot.releaseUs, releaseUs) });
         }
         return 0;
       }
@@ -80,7 +82,7 @@ export class ReferenceModel {
   }
 
   /** 1 when some of the token's counts in this throttle stopped now, 0 when returned before or no longer counted. */
-  returnToken(nowUs: number, setKey: string, nonce: string, grantUs: number, leaseMs: number, refs: { key: string; windowMs: number }[]): number {
+  returnToken(nowUs: number, setKey: string, nonce: string, grantUs: number, leaseMs: number, refs: { key: string; windowMs: number }[], count = 1): number {
     const nowMs = Math.floor(nowUs / 1000);
     const set = this.returned.get(setKey) ?? new Map<string, number>();
     this.returned.set(setKey, set);
@@ -93,7 +95,7 @@ export class ReferenceModel {
       const { k } = slotOf(ref.windowMs, grantUs, leaseMs);
       const slot = new Map(this.live(ref.key, nowUs)).get(k);
       if (slot && slot.count > 0) {
-        slot.count -= 1;
+        slot.count -= Math.min(count, slot.count);
         returned = 1;
       }
     }
