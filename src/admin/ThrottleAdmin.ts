@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
+import { bindingNow, effectiveRate } from './effectiveRate';
 import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
@@ -284,6 +285,7 @@ export class ThrottleAdmin {
       paused,
       limitSource: overrides.throttle ? 'override' : 'declared',
       overrides,
+      effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate),
       at: now,
     };
   }
@@ -323,6 +325,8 @@ export class ThrottleAdmin {
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
       limits,
       limitSource: override ? 'override' : 'declared',
+      effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate),
+      bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate),
       rate,
       paused: pausedUntil === undefined ? null : { until: pausedUntil },
       waiting,

@@ -6,6 +6,7 @@ import type { Rate } from '../declarations/Rate';
 import type { RateReading } from './rateReading';
 import type { ThrottlePause } from './throttlePauses';
 import type { LimitOverride } from './limitOverrides';
+import type { EffectiveRate } from './effectiveRate';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
@@ -73,6 +74,8 @@ export interface ThrottleStats extends ThrottleSummary {
   recoveryHold: RecoveryHold | null;
   /** Where the limits in force come from: the live declarations, or an override set at run time (setLimits). */
   limitSource: 'declared' | 'override';
+  /** What a bucket can sustain under the limits in force, and which limit sets it; null when it has none. */
+  effective: EffectiveRate | null;
   /** Overrides in force: the whole throttle's (its limits replace `limits`' declared ones), and how many buckets have their own. */
   overrides: { throttle: LimitOverride | null; buckets: number };
   /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */
@@ -89,6 +92,10 @@ export interface BucketStats {
   limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
   /** Where `limits` come from: the declarations, or an override (the bucket's own, else the throttle's). */
   limitSource: 'declared' | 'override';
+  /** What the bucket can sustain under its limits, and which limit sets it. */
+  effective: EffectiveRate | null;
+  /** The limit that holds the bucket back now ('10 per 1s', 'rate 5 per 1s', 'paused'); null: it has room. */
+  bindingNow: string | null;
   /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
   rate: RateReading | null;
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */

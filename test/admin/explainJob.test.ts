@@ -37,6 +37,9 @@ describe('explainJob', () => {
     const holding = explanation.buckets.find((b) => b.holdsIt)!;
     expect(holding).toMatchObject({ throttle: 'api-per-customer', key: ['acme'], limits: [{ windowMs: 60_000, max: 2, counted: 2 }] });
     expect(explanation.buckets.map((b) => b.throttle).sort()).toEqual(['api', 'api-per-customer']);
+    expect(holding.bindingNow).toBe('2 per 1m');
+    expect(explanation.buckets.find((b) => b.throttle === 'api')!.bindingNow).toBeNull();
+    expect((await admin.throttleStats('api-per-customer')).effective).toEqual({ perSecond: 2 / 60, binding: '2 per 1m' });
     expect(explanation.roomAt).toBeGreaterThan(explanation.at + 50_000);
     expect(explanation.reason).toMatch(/^waiting: api-per-customer \[acme\] is full \(2\/2 per 60000 ms\); room returns in \d+ ms$/);
     expect(await whyCommand(admin, 'explained', third)).toContain('api-per-customer acme (holds it)');
@@ -44,6 +47,7 @@ describe('explainJob', () => {
     await admin.pause('api-per-customer', { key: ['acme'] });
     await admin.setLimits('api-per-customer', [{ max: 10, window: '1m' }], { key: ['acme'] });
     await waitFor(async () => /is paused until resumed/.test((await admin.explainJob('explained', third)).reason), 10_000, 'the pause named');
+    expect((await admin.throttleBucket('api-per-customer', ['acme']))).toMatchObject({ bindingNow: 'paused', effective: { perSecond: 10 / 60, binding: '10 per 1m' } });
 
     const done = await admin.explainJob('explained', jobs[3].id!);
     expect(done.held).toBeNull();

@@ -32,7 +32,9 @@ describe('setLimits and clearLimits', () => {
     await waitFor(() => starts.length >= 10, 10_000, 'the declared limit saturated');
     const loweredAt = await redisNowMs();
     await admin.setLimits('api', [{ max: 3, window: '1s' }]);
-    expect((await admin.throttleStats('api'))).toMatchObject({ limitSource: 'override', limits: [{ max: 3, windowMs: 1000 }], overrides: { throttle: { until: null }, buckets: 0 } });
+    expect((await admin.throttleStats('api'))).toMatchObject({
+      limitSource: 'override', limits: [{ max: 3, windowMs: 1000 }], overrides: { throttle: { until: null }, buckets: 0 }, effective: { perSecond: 3, binding: '3 per 1s' },
+    });
     await sleep(2_500);
     const raisedAt = await redisNowMs();
     await admin.setLimits('api', [{ max: 30, window: '1s' }]);

@@ -33,6 +33,10 @@ export function formatLastWindow(stats: Pick<ThrottleStats, 'key' | 'lastWindow'
     : `${formatCount(w.delivered)} / ${formatCount(w.max)} counted in the last ${formatWindow(w.windowMs)}`));
 }
 
+function formatPerSecond(perSecond: number): string {
+  return perSecond >= 10 ? formatCount(Math.round(perSecond)) : String(Math.round(perSecond * 1000) / 1000);
+}
+
 /** ' (set at run time until …)' while an override replaces the declared limits, and the buckets with their own. */
 function formatOverride(stats: ThrottleStats): string {
   const whole = stats.overrides.throttle;
@@ -49,6 +53,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
     `throttle ${stats.name}`,
     ...table([
       ['limits', `${formatLimits(stats.limits, stats.rate)}${stats.key ? ', for each bucket' : ''}${formatOverride(stats)}`],
+      ...(stats.effective ? [['sustains', `${formatPerSecond(stats.effective.perSecond)} per ${stats.key ? 'bucket' : 'second'}${stats.key ? ' per second' : ''}, set by ${stats.effective.binding}`] as [string, string]] : []),
       ['key', formatKeyDescription(stats)],
       ['queues', `${stats.queues.join(', ') || '(none)'} (declared by ${plural(stats.declaredBy, 'live ThrottledWorker')})`],
       ['buckets', `${formatCount(stats.activeBuckets)} active, ${formatCount(stats.bucketsAtLimit)} at their limit`],
