@@ -3,6 +3,7 @@ import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
 import { bindingNow, effectiveRate } from './effectiveRate';
+import { readDispatchDelay } from './dispatchDelayStats';
 import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
@@ -238,13 +239,14 @@ export class ThrottleAdmin {
     const throttle = await this.effective(name, entries);
     const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
     const k = this.keys.throttleIndexes(name);
-    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused, overrides] = await Promise.all([
+    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused, overrides, dispatchDelay] = await Promise.all([
       this.ns.zcount(k.active, `(${now}`, '+inf'),
       this.ns.zcount(k.full, `(${now}`, '+inf'),
       readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
       readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
       readPauses(this.ns, this.keys, name, now),
       readOverrides(this.ns, this.keys, name, now),
+      readDispatchDelay(this.client, declaring.map((entry) => ({ key: new ThrottleKeys(entry.prefix, this.keys.namespace).queue(entry.queue).dispatchDelays, workerId: entry.workerId }))),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -286,6 +288,7 @@ export class ThrottleAdmin {
       limitSource: overrides.throttle ? 'override' : 'declared',
       overrides,
       effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate),
+      dispatchDelay,
       at: now,
     };
   }

@@ -7,6 +7,7 @@ import type { RateReading } from './rateReading';
 import type { ThrottlePause } from './throttlePauses';
 import type { LimitOverride } from './limitOverrides';
 import type { EffectiveRate } from './effectiveRate';
+import type { DispatchDelayStats } from './dispatchDelayStats';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
@@ -76,6 +77,8 @@ export interface ThrottleStats extends ThrottleSummary {
   limitSource: 'declared' | 'override';
   /** What a bucket can sustain under the limits in force, and which limit sets it; null when it has none. */
   effective: EffectiveRate | null;
+  /** Processor start minus processedOn over the live workers (null before any job started), and the leaseMs that covers it. */
+  dispatchDelay: DispatchDelayStats | null;
   /** Overrides in force: the whole throttle's (its limits replace `limits`' declared ones), and how many buckets have their own. */
   overrides: { throttle: LimitOverride | null; buckets: number };
   /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */

@@ -138,6 +138,7 @@ export class ThrottleKeys {
       refusedTokens: `${base}:refused-tokens`,
       node: `${base}:node`,
       leaseRoom: `${base}:lease-room`,
+      dispatchDelays: `${base}:dispatch-delay`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -186,6 +187,8 @@ export interface QueueThrottleKeys {
   readonly refusedTokens: string;
   /** HASH bucket id -> us when the grantor said the bucket has room again (leased delivery, lua/includes/leasedRoom.lua). */
   readonly leaseRoom: string;
+  /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
+  readonly dispatchDelays: string;
   /**
    * HASH describing the node that holds the queue: id, since (leased delivery: lua/takeLeasedJobs-19.lua);
    * replicas, noReplicasSince (lua/nodeReplicas-1.lua). Its `:mark` is the identity check's mark.

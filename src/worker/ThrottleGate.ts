@@ -33,6 +33,7 @@ import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
+import { DispatchDelay } from './dispatchDelay';
 
 export interface GateOptions {
   queue: string;
@@ -96,6 +97,7 @@ export class ThrottleGate implements Gate {
   private readonly holdNotice: RecoveryHoldNotice;
   private readonly classifier: JobClassifier;
   private readonly pauseNotice: PauseNotice;
+  private readonly dispatchDelay = new DispatchDelay();
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
@@ -283,6 +285,7 @@ export class ThrottleGate implements Gate {
       await this.namespaceCheck.check(this.namespaceRunner!);
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
+      await this.publishDispatchDelay();
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -308,6 +311,7 @@ export class ThrottleGate implements Gate {
     flushCompletions: () => this.completer?.flush(),
     take: (tokens, name) => this.takeNext(tokens, name),
     answered: (reply) => {
+      this.dispatchDelay.clockSample(reply.nowMs);
       if (reply.stale > 0) this.reclaimInBackground();
       if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
       // Another worker published a new generation (a throttle came or went): catch up and reclassify.
@@ -384,6 +388,20 @@ export class ThrottleGate implements Gate {
     if (this.closed || !this.backend) return;
     const client = (await this.backend.client) as unknown as RedisClient;
     await client.zadd(this.backend.keys.marker, 0, '0');
+  }
+
+  /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
+  processorStarted(processedOn: number | undefined): void {
+    this.dispatchDelay.started(processedOn);
+  }
+
+  /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */
+  private async publishDispatchDelay(): Promise<void> {
+    const delay = this.dispatchDelay.percentiles();
+    if (!delay || !this.workerClient) return;
+    const key = this.queueKeys.dispatchDelays;
+    await this.workerClient.hset(key, this.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()}`);
+    await this.workerClient.pexpire(key, this.options.declarationTtlMs * 3);
   }
 
   /**

@@ -106,7 +106,14 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       onError: (error) => worker?.emit('error', error),
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
-    super(name, processor as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
+    // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats).
+    const timed = typeof processor === 'function'
+      ? ((job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
+        gate.processorStarted(job.processedOn);
+        return (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+      }) as Processor<DataType, ResultType, NameType>
+      : processor;
+    super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     this.gate = gate;
     this.adapter = adapter;
