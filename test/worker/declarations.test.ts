@@ -7,10 +7,10 @@ import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { capturingLogger, waitFor, WorkerTestBed } from '../support/bullmq';
 
-/** The published limits, window ms -> N (without `v`, the registry version they came from). */
+/** The published window limits, window ms -> N (without `v`, the registry version, `d`, the declared windows, ...). */
 async function effectiveLimits(redis: Redis, prefix: string, name: string): Promise<Record<string, string>> {
-  const { v: _version, ...limits } = await redis.hgetall(new ThrottleKeys(prefix).effectiveLimits(name));
-  return limits;
+  const fields = await redis.hgetall(new ThrottleKeys(prefix).effectiveLimits(name));
+  return Object.fromEntries(Object.entries(fields).filter(([field]) => /^\d+$/.test(field)));
 }
 
 describe('declarations across workers', () => {
