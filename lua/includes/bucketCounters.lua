@@ -59,9 +59,11 @@ end
 -- A limits hash read while the whole throttle's override has lapsed (ou passed, not yet rewritten by a
 -- publication): its declared windows (d) instead of the override's (includes/limitOverrides).
 function lapsedOverrideRemoved(flat)
-  local fields = {}
-  for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
-  local untilMs = tonumber(fields.ou)
+  -- Most throttles have no override: found out without building anything.
+  local untilMs, declaredText
+  for i = 1, #flat, 2 do
+    if flat[i] == 'ou' then untilMs = tonumber(flat[i + 1]) elseif flat[i] == 'd' then declaredText = flat[i + 1] end
+  end
   if untilMs == nil or untilMs == 0 then return flat end
   local time = rcall('TIME')
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) < untilMs then return flat end
@@ -72,7 +74,7 @@ function lapsedOverrideRemoved(flat)
       rebuilt[#rebuilt + 1] = flat[i + 1]
     end
   end
-  for w, n in string.gmatch(fields.d or '', '(%d+):(%d+)') do
+  for w, n in string.gmatch(declaredText or '', '(%d+):(%d+)') do
     rebuilt[#rebuilt + 1] = w
     rebuilt[#rebuilt + 1] = n
   end
