@@ -6,11 +6,11 @@ import { bindingNow, effectiveRate } from './effectiveRate';
 import { readDispatchDelay } from './dispatchDelayStats';
 import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
-import { bucketPausedUntil, bucketSegmentOf, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
-import { InvalidGrantError } from '../errors/InvalidGrantError';
+import { bucketPausedUntil, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
+import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
-import { decodeBucket, encodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { decodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
@@ -298,18 +298,7 @@ export class ThrottleAdmin {
     const now = await this.nowMs();
     const entries = await this.liveEntries(now);
     const throttle = await this.effective(name, entries);
-    let bucket: string;
-    if (!throttle.keyParts) {
-      if (key && key.length > 0) throw new InvalidGrantError(`throttle '${name}' has no key, so it has one bucket: ask for it without key values.`);
-      bucket = UNKEYED_BUCKET;
-    } else if (key === null || key.length === 0) {
-      bucket = MISSING_KEY_BUCKET;
-    } else {
-      if (key.length !== throttle.keyParts.length) {
-        throw new InvalidGrantError(`throttle '${name}' has a key of ${throttle.keyParts.length} part(s) (${throttle.keyParts.map(describeKeyPart).join(', ')}), but ${key.length} value(s) were given.`);
-      }
-      bucket = encodeBucket(key, name);
-    }
+    const bucket = bucketSegmentOf(name, throttle, key ?? null);
     // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
     const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
     const limits = await Promise.all((override?.limits ?? throttle.limits).map(async (limit) => {
