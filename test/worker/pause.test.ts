@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Grantor, Key, RetryAfterError, Throttle, ThrottleAdmin } from '../../src';
@@ -101,6 +103,28 @@ describe('pausing throttles and buckets', () => {
     const job = await queue.getJob(retried.id);
     expect(await job!.getState()).toBe('completed');
     expect(job!.attemptsMade).toBe((await queue.getJob(starts.find((s) => s.customer === 'globex')!.id))!.attemptsMade);
+  });
+
+  it('a RetryAfterError thrown in one worker process pauses the bucket in every other (real child processes)', async () => {
+    const queue = bed.queue('retry-after-processes');
+    const pauseMs = 1_500;
+    const run = () => new Promise<{ at: number; customer: string; id: string; threw?: number }[]>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'retryAfterWorkerProcess.ts')], {
+        env: { ...process.env, RETRY_AFTER_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue: 'retry-after-processes', runMs: 4_500, pauseMs, flagKey: `${bed.prefix}:test-flag` }) },
+        maxBuffer: 16 << 20,
+      }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
+    });
+    // Slow jobs (100 ms) on 3 processes of 3 slots: acme's are still waiting when its first, the trigger, throws.
+    await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'call', data: { customer: i % 2 ? 'acme' : 'globex', trigger: i === 1 } })));
+    const all = (await Promise.all([run(), run(), run()])).flat();
+    const thrownAt = all.find((s) => s.threw !== undefined)!.threw!;
+    const acmeStarts = all.filter((s) => s.customer === 'acme');
+    // Every acme start after the pause was set (a few ms after the throw) waited until it ended, in every process.
+    expect(acmeStarts.filter((s) => s.at > thrownAt + 50 && s.at < thrownAt + pauseMs - 5)).toEqual([]);
+    expect(acmeStarts.filter((s) => s.at >= thrownAt + pauseMs - 5).length).toBeGreaterThan(0);
+    expect(all.filter((s) => s.customer === 'globex' && s.at > thrownAt + 50 && s.at < thrownAt + pauseMs).length).toBeGreaterThan(0);
+    // The job that threw went back and was delivered again, once.
+    expect(acmeStarts.filter((s) => s.id === all.find((t) => t.threw !== undefined)!.id)).toHaveLength(2);
   });
 
   it('Grantor grants nothing from a paused bucket, and the CLI pauses and resumes', async () => {
