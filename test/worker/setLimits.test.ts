@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Key, mostInAnyWindow, Throttle, ThrottleAdmin } from '../../src';
@@ -79,6 +81,31 @@ describe('setLimits and clearLimits', () => {
     expect(mostInAnyWindow(of('trial').filter((at) => at < setAt + 1_400), 1000)).toBeLessThanOrEqual(1);
     expect(mostInAnyWindow(of('trial'), 1000)).toBeLessThanOrEqual(2);
     expect(mostInAnyWindow(of('trial').filter((at) => at > setAt + 2_600), 1000)).toBe(2);
+  });
+
+  it('lowered then raised while two worker processes (real child processes) deliver: each new limit holds in both', async () => {
+    const queue = bed.queue('processes');
+    await queue.addBulk(Array.from({ length: 300 }, () => ({ name: 'call', data: {} })));
+    const run = () => new Promise<number[]>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'limitWorkerProcess.ts')], {
+        env: { ...process.env, LIMIT_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue: 'processes', runMs: 6_500 }) },
+        maxBuffer: 16 << 20,
+      }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
+    });
+    const running = Promise.all([run(), run()]);
+    await waitFor(async () => (await admin.live()).throttles.some((t) => t.name === 'api'), 15_000, 'both processes declared');
+    await sleep(1_500);
+    const loweredAt = await redisNowMs();
+    await admin.setLimits('api', [{ max: 4, window: '1s' }]);
+    await sleep(2_000);
+    const raisedAt = await redisNowMs();
+    await admin.setLimits('api', [{ max: 25, window: '1s' }]);
+    const starts = (await running).flat();
+    const between = (from: number, to: number) => starts.filter((at) => at >= from && at < to);
+    expect(mostInAnyWindow(starts, 1000)).toBeLessThanOrEqual(25);
+    expect(mostInAnyWindow(between(0, raisedAt), 1000)).toBeLessThanOrEqual(10);
+    expect(mostInAnyWindow(between(loweredAt + 1000, raisedAt), 1000)).toBeLessThanOrEqual(4);
+    expect(mostInAnyWindow(between(raisedAt, raisedAt + 10_000), 1000)).toBeGreaterThan(10);
   });
 
   it('the CLI sets and clears, and refuses limits that can never apply', async () => {
