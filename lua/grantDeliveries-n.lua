@@ -60,14 +60,21 @@ if counterCount > 0 then
 end
 
 local counters = {}
-local paused = {}
+-- Per throttle (its key base): whether it has pauses (its limits' field p), and the lease its rate is granted
+-- short of (rh), read once.
+local published = {}
 for i = 1, counterCount do
+  -- The counter's key is <base>:b:<bucket>:<W or r>, and a bucket segment holds no ':'.
+  local base, bucket = string.match(KEYS[i], '^(.*):b:([^:]*):[^:]*$')
+  local limits = published[base]
+  if limits == nil then
+    local fields = rcall('HMGET', base .. ':limits', 'p', 'rh')
+    limits = { paused = fields[1] ~= false, rateLeaseMs = tonumber(fields[2]) or 0 }
+    published[base] = limits
+  end
   local untilMs
   if ARGV[2 * i + 2] == 'r' then
-    -- The throttle's limits key, from the rate's key (<base>:b:<bucket>:r; a bucket segment holds no ':').
-    local limitsKey = string.match(KEYS[i], '^(.*):b:[^:]*:r$') .. ':limits'
-    local published = tonumber(rcall('HGET', limitsKey, 'rh') or 0)
-    local rate = rateOf(ARGV[2 * i + 1], math.max(leaseMs, published))
+    local rate = rateOf(ARGV[2 * i + 1], math.max(leaseMs, limits.rateLeaseMs))
     counters[i] = { rate = loadRate(KEYS[i], rate, now) }
     -- A rate is not counted again after a failover: held until a burst had time to fill.
     untilMs = heldUntilMs + rate.fillMs
@@ -78,15 +85,8 @@ for i = 1, counterCount do
     untilMs = heldUntilMs + (windowHold and windowMs or 0)
   end
   local heldUs = heldUntilMs > 0 and untilMs * 1000 or 0
-  -- A paused bucket (includes/throttlePauses) is held until its pause ends. Its throttle's key base and its
-  -- bucket segment come from the counter's key (<base>:b:<bucket>:<W or r>; a segment holds no ':').
-  local base, bucket = string.match(KEYS[i], '^(.*):b:([^:]*):[^:]*$')
-  local flagged = paused[base]
-  if flagged == nil then
-    flagged = rcall('HEXISTS', base .. ':limits', 'p') == 1
-    paused[base] = flagged
-  end
-  heldUs = math.max(heldUs, pausedUntilUs(base, bucket, flagged, now))
+  -- A paused bucket (includes/throttlePauses) is held until its pause ends.
+  heldUs = math.max(heldUs, pausedUntilUs(base, bucket, limits.paused, now))
   if heldUs > now then counters[i].heldUntilUs = heldUs end
 end
 

@@ -23,10 +23,10 @@
 ]]
 local rcall = redis.call
 
+--- @include "includes/nowUs"
 --- @include "includes/limitOverrides"
 
-local time = rcall('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local nowMs = math.floor(nowUs() / 1000)
 local version = tonumber(ARGV[2])
 local force = ARGV[3] == '1'
 local at, written = 4, 0

@@ -14,10 +14,11 @@
 ]]
 local rcall = redis.call
 
+--- @include "includes/nowUs"
 --- @include "includes/limitOverrides"
+--- @include "includes/expireWithLatest"
 
-local time = rcall('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local nowMs = math.floor(nowUs() / 1000)
 local field, windows = ARGV[1], ARGV[2]
 if windows == '' then
   if field == '' then rcall('DEL', KEYS[1]) else rcall('HDEL', KEYS[1], field) end
@@ -27,16 +28,7 @@ else
   rcall('HSET', KEYS[1], field, untilMs .. '|' .. windows)
 end
 -- The key lasts as long as its longest override; an open-ended one keeps it until cleared.
-local latest = 0
-local flat = rcall('HGETALL', KEYS[1])
-for i = 2, #flat, 2 do
-  local untilMs = tonumber(string.match(flat[i], '^(%d+)|'))
-  if untilMs == 0 then latest = -1 break end
-  if untilMs > latest then latest = untilMs end
-end
-if #flat > 0 then
-  if latest < 0 then rcall('PERSIST', KEYS[1]) else rcall('PEXPIREAT', KEYS[1], latest) end
-end
+expireWithLatest(KEYS[1], function(value) return tonumber(string.match(value, '^(%d+)|')) end)
 if rcall('EXISTS', KEYS[2]) == 1 then
   local declared = {}
   for w, n in string.gmatch(rcall('HGET', KEYS[2], 'd') or '', '(%d+):(%d+)') do declared[tonumber(w)] = tonumber(n) end

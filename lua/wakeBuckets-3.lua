@@ -14,8 +14,8 @@
 ]]
 local rcall = redis.call
 
-local time = rcall('TIME')
-local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+--- @include "includes/nowUs"
+--- @include "includes/intArg"
 local head = ARGV[1] .. '='
 local woken = {}
 if ARGV[2] ~= '' then
@@ -27,7 +27,7 @@ else
     if string.sub(id, 1, #head) == head then woken[#woken + 1] = id end
   end
 end
-local nowArg = string.format('%d', nowUs)
+local nowArg = intArg(nowUs())
 for _, id in ipairs(woken) do
   rcall('ZADD', KEYS[1], nowArg, id)
   if rcall('HEXISTS', KEYS[2], id) == 1 then rcall('HSET', KEYS[2], id, nowArg) end

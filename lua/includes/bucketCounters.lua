@@ -5,7 +5,7 @@
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
   A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
   paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
-  Needs includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
+  Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
 --- @include "rateCounter"
@@ -64,9 +64,7 @@ function lapsedOverrideRemoved(flat)
   for i = 1, #flat, 2 do
     if flat[i] == 'ou' then untilMs = tonumber(flat[i + 1]) elseif flat[i] == 'd' then declaredText = flat[i + 1] end
   end
-  if untilMs == nil or untilMs == 0 then return flat end
-  local time = rcall('TIME')
-  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) < untilMs then return flat end
+  if untilMs == nil or untilMs == 0 or math.floor(nowUs() / 1000) < untilMs then return flat end
   local rebuilt = {}
   for i = 1, #flat, 2 do
     if not tonumber(flat[i]) and flat[i] ~= 'ou' then

@@ -20,7 +20,7 @@
     gatherUntil ms after which queues that did not report hold their throttles for their longest window
   <throttlePrefix>:grantor:reported   SET of queue ids (prefix:queue) that reported for the epoch
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
-  Needs includes/nodeIdentity, includes/recoveryHold, includes/schedulerKeys (encodeSegment) and cjson.
+  Needs includes/nodeIdentity, includes/recoveryHold, includes/rateCounter, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
@@ -115,7 +115,7 @@ function gatherState(throttlePrefix, nowMs, queueId)
       end
       local rate = declaration.tokenRate
       if type(rate) == 'table' and tonumber(rate.n) and tonumber(rate.perMs) and tonumber(rate.burst) then
-        local fillMs = math.ceil(tonumber(rate.burst) * tonumber(rate.perMs) / tonumber(rate.n))
+        local fillMs = rateOf(string.format('%d %d %d', rate.n, rate.perMs, rate.burst), 0).fillMs
         if fillMs > longest then longest = fillMs end
       end
       holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longest)

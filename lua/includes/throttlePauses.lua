@@ -6,7 +6,7 @@
   while the key exists), so that a throttle nobody paused costs no command.
   A paused bucket has no room until its pause ends; an open-ended pause says room may return a second on
   (PAUSE_LOOK_MS), so that classes waiting on it look again, and ThrottleAdmin.resume wakes them at once
-  (lua/wakeBuckets-2.lua). The including script defines rcall.
+  (lua/wakeBuckets-3.lua). The including script defines rcall.
 ]]
 local pausedUntilUs
 do
