@@ -11,9 +11,9 @@ import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { decodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { effectiveThrottle, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
+import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
 import { getThrottledCount } from '../worker/getThrottledCount';
 import { releaseHeldJobs } from '../worker/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
@@ -206,12 +206,17 @@ export class ThrottleAdmin {
     return this.keys.queue(queue);
   }
 
-  /** The scheduler keys of each queue the entries declare on, once each, under the queue's own prefix. */
+  /** The scheduler keys of an entry's queue, under the queue's own prefix, and bullmq's marker of it. */
+  private queueKeysOf(entry: RegistryEntry): QueueThrottleKeys & { marker: string } {
+    const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
+    return { ...keys.queue(entry.queue), marker: `${keys.bullmqBase(entry.queue)}marker` };
+  }
+
+  /** The scheduler keys of each queue the entries declare on, once each. */
   private queuesOf(entries: readonly RegistryEntry[]) {
-    const seen = new Map<string, ReturnType<ThrottleKeys['queue']>>();
+    const seen = new Map<string, ReturnType<ThrottleAdmin['queueKeysOf']>>();
     for (const entry of entries) {
-      const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
-      const q = keys.queue(entry.queue);
+      const q = this.queueKeysOf(entry);
       seen.set(q.base, q);
     }
     return [...seen.values()];
@@ -223,7 +228,7 @@ export class ThrottleAdmin {
   }
 
   private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
-    if (!entries.some((entry) => entry.declarations.some((d) => d.name === name))) {
+    if (entriesDeclaring(entries, name).length === 0) {
       const where = this.keys.namespace === this.keys.prefix
         ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
         : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
@@ -237,7 +242,7 @@ export class ThrottleAdmin {
     const now = await this.nowMs();
     const entries = await this.liveEntries(now);
     const throttle = await this.effective(name, entries);
-    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+    const declaring = entriesDeclaring(entries, name);
     const k = this.keys.throttleIndexes(name);
     const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused, overrides, dispatchDelay] = await Promise.all([
       this.ns.zcount(k.active, `(${now}`, '+inf'),
@@ -246,7 +251,7 @@ export class ThrottleAdmin {
       readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
       readPauses(this.ns, this.keys, name, now),
       readOverrides(this.ns, this.keys, name, now),
-      readDispatchDelay(this.client, declaring.map((entry) => ({ key: new ThrottleKeys(entry.prefix, this.keys.namespace).queue(entry.queue).dispatchDelays, workerId: entry.workerId }))),
+      readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId }))),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -308,7 +313,7 @@ export class ThrottleAdmin {
     const rate = throttle.tokenRate
       ? readRate(throttle.tokenRate, await this.ns.get(this.keys.rateCounter(name, bucket)), Number((await this.ns.hget(this.keys.effectiveLimits(name), 'rh')) ?? 0), now)
       : null;
-    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+    const declaring = entriesDeclaring(entries, name);
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
     const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
     const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null, pausedUntil ?? null].filter((t): t is number => t !== null);
@@ -354,8 +359,7 @@ export class ThrottleAdmin {
    */
   async pause(name: string, options: PauseOptions = {}): Promise<{ until: number | null }> {
     const now = await this.nowMs();
-    const declared = await this.declared(name, now);
-    const segment = bucketSegmentOf(name, declared, options.key);
+    const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries(now)), options.key);
     const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
     return { until: until === 0 ? null : until };
   }
@@ -365,15 +369,9 @@ export class ThrottleAdmin {
    * Resolves to how many pauses were lifted.
    */
   async resume(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<number> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
-    const segment = options.key === undefined ? '' : bucketSegmentOf(name, declaring.length > 0 ? effectiveThrottle(entries, name) : undefined, options.key);
-    const targets = [...new Map(declaring.map((entry) => {
-      const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
-      const q = keys.queue(entry.queue);
-      return [q.base, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: `${keys.bullmqBase(entry.queue)}marker` }] as const;
-    })).values()];
+    const entries = await this.liveEntries(await this.nowMs());
+    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, entries), options.key);
+    const targets = this.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
     return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
   }
 
@@ -386,13 +384,13 @@ export class ThrottleAdmin {
   async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
     const checked = checkedLimits(name, limits);
     const ttlMs = ttlOf(name, options.ttlMs);
-    const segment = bucketSegmentOf(name, await this.declared(name, await this.nowMs()), options.key);
+    const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries()), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
   }
 
   /** Goes back to the declared limits: of the whole throttle and every bucket, or (`key`) of one bucket. */
   async clearLimits(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<void> {
-    const segment = options.key === undefined ? '' : bucketSegmentOf(name, await this.declared(name, await this.nowMs()), options.key);
+    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, await this.liveEntries()), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
   }
 
@@ -411,9 +409,8 @@ export class ThrottleAdmin {
   }
 
   /** The throttle's effective declaration, when a live worker declares it. */
-  private async declared(name: string, now: number): Promise<EffectiveThrottle | undefined> {
-    const entries = await this.liveEntries(now);
-    return entries.some((entry) => entry.declarations.some((d) => d.name === name)) ? effectiveThrottle(entries, name) : undefined;
+  private declared(name: string, entries: readonly RegistryEntry[]): EffectiveThrottle | undefined {
+    return entriesDeclaring(entries, name).length > 0 ? effectiveThrottle(entries, name) : undefined;
   }
 
   async close(): Promise<void> {

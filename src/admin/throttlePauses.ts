@@ -56,15 +56,23 @@ export async function liftPause(
   return lifted;
 }
 
+/** A stored pause as in force at nowMs: until when (ms), null until resumed, undefined when over or absent. */
+function inForce(value: string | null | undefined, nowMs: number): number | null | undefined {
+  if (value === null || value === undefined) return undefined;
+  const until = Number(value);
+  if (until === 0) return null;
+  return until > nowMs ? until : undefined;
+}
+
 /** The throttle's pauses in force at nowMs, as the delivery scripts see them. */
 export async function readPauses(ns: RedisClient, keys: ThrottleKeys, name: string, nowMs: number): Promise<ThrottlePause | null> {
   const flat = await ns.hgetall(keys.throttlePauses(name));
   let all: ThrottlePause['all'];
   let buckets = 0;
   for (const [field, value] of Object.entries(flat)) {
-    const until = Number(value);
-    if (until !== 0 && until <= nowMs) continue;
-    if (field === '*') all = { until: until === 0 ? null : until };
+    const until = inForce(value, nowMs);
+    if (until === undefined) continue;
+    if (field === '*') all = { until };
     else buckets++;
   }
   return all || buckets > 0 ? { ...(all ? { all } : {}), buckets } : null;
@@ -72,13 +80,8 @@ export async function readPauses(ns: RedisClient, keys: ThrottleKeys, name: stri
 
 /** The pause in force on one bucket at nowMs (ms; null: until resumed), the throttle's own included; undefined: none. */
 export async function bucketPausedUntil(ns: RedisClient, keys: ThrottleKeys, name: string, segment: string, nowMs: number): Promise<number | null | undefined> {
-  const [all, own] = await ns.hmget(keys.throttlePauses(name), '*', segment);
-  let latest = 0;
-  for (const value of [all, own]) {
-    if (value === null) continue;
-    const until = Number(value);
-    if (until === 0) return null;
-    if (until > nowMs && until > latest) latest = until;
-  }
-  return latest > 0 ? latest : undefined;
+  const inForceNow = (await ns.hmget(keys.throttlePauses(name), '*', segment)).map((value) => inForce(value, nowMs));
+  if (inForceNow.includes(null)) return null;
+  const ends = inForceNow.filter((until): until is number => until !== undefined);
+  return ends.length > 0 ? Math.max(...ends) : undefined;
 }

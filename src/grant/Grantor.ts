@@ -102,6 +102,17 @@ export class Grantor {
     const counterArgs: (number | string)[] = [];
     const ratesAt = new Map<number, Rate>();
     const keys: string[] = [];
+    // A counter's 1-based index, its (N, window) or (rate, 'r') arguments added the first time it is named.
+    const counterAt = (key: string, args: [number | string, number | string]): number => {
+      let index = counterIndex.get(key);
+      if (index === undefined) {
+        keys.push(key);
+        counterArgs.push(...args);
+        index = keys.length;
+        counterIndex.set(key, index);
+      }
+      return index;
+    };
     const deliveryArgs: number[] = [];
     const records: TokenRecord['throttles'][] = [];
     for (const delivery of deliveries) {
@@ -110,30 +121,15 @@ export class Grantor {
       const record: TokenRecord['throttles'][number][] = [];
       for (const { throttle, bucket, cost } of buckets) {
         for (const limit of throttle.limits) {
-          const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
-          let index = counterIndex.get(key);
-          if (index === undefined) {
-            keys.push(key);
-            counterArgs.push(limit.max, limit.windowMs);
-            index = keys.length;
-            counterIndex.set(key, index);
-          } else {
-            // Two specs of one throttle in one batch: the stricter N holds for both.
-            const at = 2 * (index - 1);
-            counterArgs[at] = Math.min(Number(counterArgs[at]), limit.max);
-          }
+          const index = counterAt(this.keys.windowCounter(throttle.name, bucket, limit.windowMs), [limit.max, limit.windowMs]);
+          // Two specs of one throttle in one batch: the stricter N holds for both.
+          const at = 2 * (index - 1);
+          counterArgs[at] = Math.min(Number(counterArgs[at]), limit.max);
           indices.push(index, cost);
         }
         let rate = throttle.tokenRate;
         if (rate) {
-          const key = this.keys.rateCounter(throttle.name, bucket);
-          let index = counterIndex.get(key);
-          if (index === undefined) {
-            keys.push(key);
-            counterArgs.push('', 'r');
-            index = keys.length;
-            counterIndex.set(key, index);
-          }
+          const index = counterAt(this.keys.rateCounter(throttle.name, bucket), ['', 'r']);
           // Two specs of one throttle in one batch: the stricter rate holds for both.
           rate = stricterRate(ratesAt.get(index), rate)!;
           ratesAt.set(index, rate);

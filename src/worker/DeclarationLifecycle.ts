@@ -5,7 +5,7 @@ import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { DeclarationRegistry } from './declarationRegistry';
 import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
-import { effectiveThrottle, entriesOfQueue, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
+import { effectiveThrottle, entriesDeclaring, entriesOfQueue, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
 
 /** What a worker's declaration lifecycle needs of its gate. */
 export interface LifecycleContext {
@@ -123,7 +123,7 @@ export class DeclarationLifecycle {
     const others = throttles
       .map((t) => t.name)
       .filter((name) => !config?.throttles.some((t) => t.name === name))
-      .filter((name) => remaining.some((entry) => entry.declarations.some((d) => d.name === name)))
+      .filter((name) => entriesDeclaring(remaining, name).length > 0)
       .map((name) => effectiveThrottle(remaining, name));
     await this.publish({ queue, namespace }, config, version, false, [...(config?.throttles ?? []), ...others], true);
     return { lastOfQueue: config === undefined, lapsedQueues: [...this.takeLapsedQueues(), ...registry.takeLapsedQueues()] };

@@ -35,9 +35,14 @@ export function configGeneration(throttles: readonly EffectiveThrottle[]): strin
   return createHash('sha1').update(JSON.stringify(shape)).digest('hex').slice(0, 10);
 }
 
+/** The entries of the workers that declare the throttle `name`. */
+export function entriesDeclaring<E extends RegistryEntry>(entries: readonly E[], name: string): E[] {
+  return entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+}
+
 /** Every declaration of `name` in the registry, merged (throws ThrottleConflictError on a different key). */
 export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
-  const declaring = entries.filter((entry) => entry.declarations.some((d) => d.name === name));
+  const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
   if (!merged.tokenRate) return merged;
   const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
