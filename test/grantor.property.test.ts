@@ -11,6 +11,7 @@ import { mostInAnyWindow } from '../src/check/mostInAnyWindow';
 import { ModelCounterRef, ReferenceModel, slotUs } from './model/referenceModel';
 import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
 import { TestClock } from './support/testClock';
+import { ClockStep, clockSteps, moveClock } from './support/grantSteps';
 
 /** Windows of 1 ms slots (under 220 ms) and of wider slots, where rounding a release the wrong way shows most. */
 const arbWindow = (largest: number) => fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 200, max: largest }));
@@ -36,17 +37,10 @@ const arbThrottles = fc.array(
 }));
 
 const KEY_VALUES = ['acme', 'a:{b}', 1, null] as const;
-type Step =
-  | { kind: 'grant'; deliveries: { throttle: number; key: number; cost: number }[][] }
-  | { kind: 'return'; pick: number }
-  | { kind: 'advance'; ms: number }
-  | { kind: 'untilRoom'; jitterMs: number };
+type Step = { kind: 'grant'; deliveries: { throttle: number; key: number; cost: number }[][] } | ClockStep;
 const arbStep: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(2), key: fc.nat(3), cost: fc.oneof(fc.constant(1), fc.constant(1), fc.integer({ min: 1, max: 3 })) }), { maxLength: 3 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
-  { weight: 1, arbitrary: fc.nat().map((pick): Step => ({ kind: 'return', pick })) },
-  { weight: 3, arbitrary: fc.oneof(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 1600 })).map((ms): Step => ({ kind: 'advance', ms })) },
-  // The adversarial moment: ask again exactly when (or just around when) the last refusal said room returns.
-  { weight: 3, arbitrary: fc.constantFrom(-1, -0.4, -0.05, 0, 0, 0.05, 0.4, 1).map((jitterMs): Step => ({ kind: 'untilRoom', jitterMs })) },
+  ...clockSteps<Step>(25, 1600),
 );
 
 interface Token { grantUs: number; returned: boolean; count: number }
@@ -70,10 +64,8 @@ describe('grant and return scripts against the reference model', () => {
         let lastRetryAt = 0;
         try {
           for (const step of steps) {
-            if (step.kind === 'advance') {
-              clock.advance(step.ms);
-            } else if (step.kind === 'untilRoom') {
-              clock.advance(Math.max(0, lastRetryAt - lastNowMs + step.jitterMs));
+            if (step.kind === 'advance' || step.kind === 'untilRoom') {
+              moveClock(step, clock, lastRetryAt, lastNowMs);
             } else if (step.kind === 'grant') {
               // Each bucket once per delivery (one named twice takes both costs: summed, they might never fit).
               const bucketOfPick = (pick: { throttle: number; key: number }) => `${pick.throttle}/${throttles[pick.throttle]?.keyParts ? KEY_VALUES[pick.key] : ''}`;

@@ -9,6 +9,7 @@ import { Throttle } from '../src/declarations/Throttle';
 import { RateModel, worstRateExcess } from './model/rateModel';
 import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
 import { TestClock } from './support/testClock';
+import { ClockStep, clockSteps, moveClock } from './support/grantSteps';
 
 // Rates of a few ms per token (where rounding a TAT the wrong way would show) and of hundreds.
 const arbRate = fc.record({
@@ -24,17 +25,10 @@ const arbThrottles = fc.array(fc.record({ rate: arbRate, keyed: fc.boolean() }),
   }));
 
 const KEY_VALUES = ['acme', 'a:{b}', 7] as const;
-type Step =
-  | { kind: 'grant'; deliveries: { throttle: number; key: number }[][] }
-  | { kind: 'return'; pick: number }
-  | { kind: 'advance'; ms: number }
-  | { kind: 'untilRoom'; jitterMs: number };
+type Step = { kind: 'grant'; deliveries: { throttle: number; key: number }[][] } | ClockStep;
 const arbStep: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(1), key: fc.nat(2) }), { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
-  { weight: 1, arbitrary: fc.nat().map((pick): Step => ({ kind: 'return', pick })) },
-  { weight: 3, arbitrary: fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 900 })).map((ms): Step => ({ kind: 'advance', ms })) },
-  // The adversarial moment: ask again exactly when (or just around when) the last refusal said room returns.
-  { weight: 3, arbitrary: fc.constantFrom(-1, -0.4, -0.05, 0, 0, 0.05, 0.4, 1).map((jitterMs): Step => ({ kind: 'untilRoom', jitterMs })) },
+  ...clockSteps<Step>(8, 900),
 );
 
 interface Spend { key: string; rate: Rate; atUs: number }
@@ -58,10 +52,8 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
         let spendCount = 0;
         try {
           for (const step of steps) {
-            if (step.kind === 'advance') {
-              clock.advance(step.ms);
-            } else if (step.kind === 'untilRoom') {
-              clock.advance(Math.max(0, lastRetryAt - lastNowMs + step.jitterMs));
+            if (step.kind === 'advance' || step.kind === 'untilRoom') {
+              moveClock(step, clock, lastRetryAt, lastNowMs);
             } else if (step.kind === 'grant') {
               // Each bucket once per delivery (one named twice takes both: a cost of 2, covered by the Grantor tests).
               const bucketOfPick = (pick: { throttle: number; key: number }) => `${pick.throttle}/${throttles[pick.throttle]?.keyParts ? KEY_VALUES[pick.key] : ''}`;
