@@ -5,12 +5,15 @@
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
   A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
   paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
+  A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
+  delivery alone (exactRoom), which names the job it counts.
   Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
 --- @include "rateCounter"
 --- @include "throttlePauses"
 --- @include "limitOverrides"
+--- @include "inFlightCounter"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
 local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters, lapsedOverrideRemoved
@@ -18,6 +21,7 @@ do
 local limitsCache = {}
 local counterList = {}
 local rateList = {}
+local inFlightList = {}
 
 -- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base) and
 -- its rate (limits.rate), or nil when no live worker declares it.
@@ -35,6 +39,8 @@ function throttleLimits(throttlePrefix, encodedName)
         rateText = flat[i + 1]
       elseif flat[i] == 'rh' then
         rateLease = tonumber(flat[i + 1])
+      elseif flat[i] == 'c' then
+        cached.concurrency = tonumber(flat[i + 1])
       elseif flat[i] == 'p' then
         cached.paused = true
       elseif flat[i] == 'k' then
@@ -49,10 +55,10 @@ function throttleLimits(throttlePrefix, encodedName)
       cached.rate = rateOf(rateText, rateLease or 0)
       cached.rateKeyTail = ':r'
     end
-    if #cached > 0 or cached.rate then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
+    if #cached > 0 or cached.rate or cached.concurrency then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
     limitsCache[encodedName] = cached
   end
-  if #cached == 0 and not cached.rate then return nil end
+  if #cached == 0 and not cached.rate and not cached.concurrency then return nil end
   return cached
 end
 
@@ -92,6 +98,7 @@ local function limitsOfBucket(limits, bucket, nowUs)
     own[#own + 1] = { windowMs = windowMs, max = max, keyHead = keyHead, keyTail = keyTail }
   end
   own.base, own.rate, own.rateKeyTail, own.heldUntilUs, own.paused = limits.base, limits.rate, limits.rateKeyTail, limits.heldUntilUs, limits.paused
+  own.concurrency = limits.concurrency
   return own
 end
 
@@ -116,6 +123,11 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
     counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs)
     rateList[#rateList + 1] = counters.rate
   end
+  if limits.concurrency then
+    counters.inFlight = loadInFlight(limits.base .. ':b:' .. bucket.bucket .. ':c', limits.concurrency, nowUs)
+    counters.inFlight.bucketId = bucket.id
+    inFlightList[#inFlightList + 1] = counters.inFlight
+  end
   counters.heldUntilUs, counters.nowUs = math.max(limits.heldUntilUs, pausedUntilUs(limits.base, bucket.bucket, limits.paused, nowUs)), nowUs
   bucketCache[bucket.id] = counters
   return counters
@@ -132,6 +144,10 @@ function bucketRoom(counters)
   end
   if counters.rate then
     local left = rateRoom(counters.rate)
+    if room == nil or left < room then room = left end
+  end
+  if counters.inFlight then
+    local left = inFlightRoom(counters.inFlight)
     if room == nil or left < room then room = left end
   end
   return room or 0
@@ -153,6 +169,12 @@ function bucketRoomAtUs(counters)
     local roomAt = rateRoomAtUs(counters.rate)
     if roomAt > at then at = roomAt end
   end
+  if counters.inFlight then
+    -- Its room returns when a job ends: looked at (its entries checked) by then at the latest.
+    if counters.inFlight.n >= counters.inFlight.max then inFlightRoom(counters.inFlight) end
+    local roomAt = inFlightRoomAtUs(counters.inFlight)
+    if roomAt > at then at = roomAt end
+  end
   return at
 end
 
@@ -164,8 +186,10 @@ function addBucketTokens(counters, count, leaseMs)
   if counters.rate then addRateTokens(counters.rate, count) end
 end
 
-function saveBucketCounters()
+-- waitingQueueBase: the queue whose classes may wait on the buckets now (woken when a job in flight ends).
+function saveBucketCounters(waitingQueueBase)
   for _, counter in ipairs(counterList) do saveCounter(counter) end
   for _, rate in ipairs(rateList) do saveRate(rate) end
+  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, inFlight.n >= inFlight.max and waitingQueueBase) end
 end
 end -- of the block that keeps the helpers local

@@ -3,13 +3,16 @@
   window counter does, and a delivery counts one token in each, in the same script that moves the job to
   active. This needs the queue's keys and its throttles' in one slot (or one Redis server).
   A source is the list of the bucket's counters (includes/bucketCounters), nil when no live worker
-  declares the throttle.
+  declares the throttle. A throttle's concurrency counts the job itself (includes/inFlightCounter): the
+  job's entry goes into the bucket's in-flight counter here, and the counters it is in into the queue's
+  in-flight index, for releaseInFlight when it ends.
 ]]
 --- @include "windowCounter"
 --- @include "nodeIdentity"
 --- @include "bucketCounters"
 --- @include "grantorRecovery"
 --- @include "throttleStats"
+--- @include "inFlightCounter"
 
 local exactRoomContext
 
@@ -43,8 +46,22 @@ local function roomReturnsAtUs(counters)
   return bucketRoomAtUs(counters)
 end
 
-local function spendRoom(counters)
+-- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
+local inFlightJobs = {}
+
+local function spendRoom(counters, fresh, jobId)
   addBucketTokens(counters, 1, exactRoomContext.leaseMs)
+  local inFlight = counters.inFlight
+  if inFlight then
+    addInFlight(inFlight, exactRoomContext.queueBase, jobId, 1)
+    local listed = inFlightJobs[jobId]
+    if not listed then
+      listed = {}
+      inFlightJobs[jobId] = listed
+    end
+    listed[#listed + 1] = inFlight.key
+    listed[#listed + 1] = inFlight.bucketId
+  end
 end
 
 local function noteBlocked(member, order, bucket, atUs)
@@ -52,6 +69,7 @@ local function noteBlocked(member, order, bucket, atUs)
 end
 
 local function saveRoom()
-  saveBucketCounters()
+  saveBucketCounters(exactRoomContext.queueBase)
+  for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
   saveThrottleStats(exactRoomContext.queueBase, exactRoomContext.throttlePrefix, exactRoomContext.nowMs)
 end

@@ -3,11 +3,11 @@ import { KeyPart } from './Key';
 import { Limit } from './Limit';
 import { Missing } from './Missing';
 import { Rate } from './Rate';
-import { checkLimitPair, checkLimitValue, checkRateAgainstLimit, checkRate } from './validateLimits';
+import { checkConcurrency, checkLimitPair, checkLimitValue, checkRateAgainstLimit, checkRate } from './validateLimits';
 import { parseWindowMs, WindowInput } from './window';
 
 /**
- * A named throttle declaration: window limits and a rate, an optional key and a missing-key policy.
+ * A named throttle declaration: window limits, a rate and a concurrency, an optional key and a missing-key policy.
  * Immutable: every builder call returns a new declaration, so one can be shared and extended safely.
  */
 export class Throttle {
@@ -17,8 +17,15 @@ export class Throttle {
     readonly keyParts: readonly KeyPart[] | undefined,
     readonly missing: Missing,
     readonly tokenRate?: Rate,
+    readonly maxInFlight?: number,
   ) {
     Object.freeze(this);
+  }
+
+  /** This declaration with some of its parts replaced. */
+  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number }): Throttle {
+    return new Throttle(this.name, parts.limits ?? this.limits, parts.keyParts ?? this.keyParts, parts.missing ?? this.missing,
+      parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight);
   }
 
   static named(name: string): Throttle {
@@ -37,7 +44,7 @@ export class Throttle {
     for (const existing of this.limits) checkLimitPair(this.name, existing, limit);
     if (this.tokenRate) checkRateAgainstLimit(this.name, this.tokenRate, limit);
     const limits = [...this.limits, limit].sort((a, b) => a.windowMs - b.windowMs);
-    return new Throttle(this.name, Object.freeze(limits), this.keyParts, this.missing, this.tokenRate);
+    return this.with({ limits: Object.freeze(limits) });
   }
 
   /**
@@ -51,7 +58,19 @@ export class Throttle {
     }
     const rate = checkRate(this.name, n, parseWindowMs(per, `Throttle '${this.name}': rate(${n}, ${JSON.stringify(per)})`), options?.burst ?? 1);
     for (const limit of this.limits) checkRateAgainstLimit(this.name, rate, limit);
-    return new Throttle(this.name, this.limits, this.keyParts, this.missing, rate);
+    return this.with({ tokenRate: rate });
+  }
+
+  /**
+   * At most `n` jobs of each bucket between delivery and completion, failure, a move to delayed or wait, or
+   * removal, across every worker, process and queue that shares the throttle. A crashed worker's jobs count
+   * until bullmq's stalled check takes them back.
+   */
+  concurrency(n: number): Throttle {
+    if (this.maxInFlight !== undefined) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': concurrency() is declared twice; keep one (the lower one).`);
+    }
+    return this.with({ maxInFlight: checkConcurrency(this.name, n) });
   }
 
   /** Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately. */
@@ -68,7 +87,7 @@ export class Throttle {
         );
       }
     }
-    return new Throttle(this.name, this.limits, Object.freeze([...parts]), this.missing, this.tokenRate);
+    return this.with({ keyParts: Object.freeze([...parts]) });
   }
 
   whenKeyMissing(policy: Missing): Throttle {
@@ -77,13 +96,13 @@ export class Throttle {
         `Throttle '${this.name}': whenKeyMissing(${JSON.stringify(policy)}) takes Missing.SharedBucket or Missing.Unthrottled.`,
       );
     }
-    return new Throttle(this.name, this.limits, this.keyParts, policy, this.tokenRate);
+    return this.with({ missing: policy });
   }
 
   /** Throws InvalidThrottleError unless the declaration can be used: called wherever a declaration is put to use. */
   assertUsable(): this {
-    if (this.limits.length === 0 && !this.tokenRate) {
-      throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s', { burst: 10 }).`);
+    if (this.limits.length === 0 && !this.tokenRate && this.maxInFlight === undefined) {
+      throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s'), .rate(100, '1s', { burst: 10 }) or .concurrency(5).`);
     }
     return this;
   }

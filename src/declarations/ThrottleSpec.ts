@@ -11,4 +11,6 @@ export interface ThrottleSpec {
   readonly missing: Missing;
   /** A token bucket, if declared (see Throttle.rate). */
   readonly tokenRate?: Rate;
+  /** At most this many jobs of a bucket in flight, if declared (see Throttle.concurrency). */
+  readonly maxInFlight?: number;
 }

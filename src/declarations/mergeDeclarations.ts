@@ -15,6 +15,8 @@ export interface EffectiveThrottle {
   readonly missing: Missing;
   /** The strictest declared rate (the lowest average and the lowest burst), if any declares one. */
   readonly tokenRate?: Rate;
+  /** The lowest declared concurrency, if any declares one. */
+  readonly maxInFlight?: number;
   /**
    * The longest lease (ms) of a worker in leased delivery that declares this throttle: a rate's tokens are
    * granted that much short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged
@@ -27,7 +29,7 @@ export interface EffectiveThrottle {
 
 /**
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
- * every limit applies, the lowest rate and burst, SharedBucket beats Unthrottled, and a different key is a
+ * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a different key is a
  * conflict.
  */
 export function mergeDeclarations(declarations: readonly ThrottleSpec[]): EffectiveThrottle {
@@ -38,9 +40,10 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
   const byWindow = new Map<number, number>();
   let missing = first.missing;
   let rate: Rate | undefined;
+  let maxInFlight: number | undefined;
   for (const declaration of declarations) {
-    if (declaration.limits.length === 0 && !declaration.tokenRate) {
-      throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s').`);
+    if (declaration.limits.length === 0 && !declaration.tokenRate && declaration.maxInFlight === undefined) {
+      throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s'), .rate(100, '1s') or .concurrency(5).`);
     }
     if (declaration.name !== first.name) {
       throw new InvalidThrottleError(
@@ -54,6 +57,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     }
     missing = strictestMissing(missing, declaration.missing);
     rate = stricterRate(rate, declaration.tokenRate);
+    if (declaration.maxInFlight !== undefined) maxInFlight = Math.min(maxInFlight ?? Infinity, declaration.maxInFlight);
     for (const limit of declaration.limits) {
       const known = byWindow.get(limit.windowMs);
       byWindow.set(limit.windowMs, known === undefined ? limit.max : Math.min(known, limit.max));
@@ -68,6 +72,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     keyParts: first.keyParts,
     missing,
     ...(rate ? { tokenRate: rate } : {}),
+    ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     rateLeaseMs: 0,
     declarations: declarations.length,
   });

@@ -39,6 +39,11 @@ function bucketOf(request: BucketRequest): string | undefined {
       `grant: ${JSON.stringify(throttle?.name ?? throttle)} is not a usable throttle; pass a Throttle with at least one limit, such as Throttle.named('stripe').limit(100, '1s').`,
     );
   }
+  if (throttle.maxInFlight !== undefined) {
+    throw new InvalidGrantError(
+      `grant: throttle '${throttle.name}' declares concurrency(${throttle.maxInFlight}), which counts jobs a ThrottledWorker runs; a Grantor grant has no end to count it to. Grant from a throttle without concurrency(), or deliver through ThrottledWorker.`,
+    );
+  }
   if (!throttle.keyParts) {
     if (key !== undefined && key !== null && key.length > 0) {
       throw new InvalidGrantError(`grant: throttle '${throttle.name}' has no key, but key ${JSON.stringify(key)} was given; leave key out.`);

@@ -54,6 +54,14 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:b:${bucket}:r`;
   }
 
+  /**
+   * HASH '#' -> the jobs' costs summed, an entry per job in flight -> its cost: one bucket's concurrency
+   * (lua/includes/inFlightCounter.lua); its `:q` names the queues waiting on it.
+   */
+  inFlightCounter(name: string, bucket: string): string {
+    return `${this.throttleBase(name)}:b:${bucket}:c`;
+  }
+
   /** HASH '*' or a bucket segment -> until (ms; 0: until resumed): the throttle's pauses (lua/includes/throttlePauses.lua). */
   throttlePauses(name: string): string {
     return `${this.throttleBase(name)}:paused`;
@@ -139,6 +147,7 @@ export class ThrottleKeys {
       node: `${base}:node`,
       leaseRoom: `${base}:lease-room`,
       dispatchDelays: `${base}:dispatch-delay`,
+      inFlight: `${base}:in-flight`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -187,6 +196,8 @@ export interface QueueThrottleKeys {
   readonly refusedTokens: string;
   /** HASH bucket id -> us when the grantor said the bucket has room again (leased delivery, lua/includes/leasedRoom.lua). */
   readonly leaseRoom: string;
+  /** HASH job id -> the concurrency counters it is counted in (lua/includes/inFlightCounter.lua), until it ends. */
+  readonly inFlight: string;
   /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
   readonly dispatchDelays: string;
   /**

@@ -34,6 +34,7 @@ import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
 import { DispatchDelay } from './dispatchDelay';
+import { InFlightRelease } from './inFlightRelease';
 
 export interface GateOptions {
   queue: string;
@@ -98,11 +99,13 @@ export class ThrottleGate implements Gate {
   private readonly classifier: JobClassifier;
   private readonly pauseNotice: PauseNotice;
   private readonly dispatchDelay = new DispatchDelay();
+  private readonly inFlight: InFlightRelease;
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
+    this.inFlight = new InFlightRelease(() => this.runner, this.queueKeys, options.logger);
     this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
     this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
     this.pauseNotice = new PauseNotice(options.logger, options.queue);
@@ -393,6 +396,13 @@ export class ThrottleGate implements Gate {
   /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
   processorStarted(processedOn: number | undefined): void {
     this.dispatchDelay.started(processedOn);
+  }
+
+  /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
+  jobEnded(jobId: string | undefined): Promise<void> {
+    const counted = this.currentConfig?.throttles.some((t) => t.maxInFlight !== undefined);
+    if (!counted || jobId === undefined) return Promise.resolve();
+    return this.inFlight.jobEnded(jobId);
   }
 
   /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */

@@ -148,7 +148,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    */
   protected override async handleCompleted(result: ResultType, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     this.gate.expectHandover(token);
-    const next = await (super.handleCompleted as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, result, job, token, ...rest);
+    let next: Job<DataType, ResultType, NameType> | undefined;
+    try {
+      next = await (super.handleCompleted as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, result, job, token, ...rest);
+    } finally {
+      // Whatever became of the completion: a job still active keeps its count (releaseInFlight checks).
+      void this.gate.jobEnded(job.id);
+    }
     return next ?? this.nextHandedOver(token);
   }
 
@@ -166,7 +172,12 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
     }
     this.gate.expectHandover(token);
-    const next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
+    let next: Job<DataType, ResultType, NameType> | undefined;
+    try {
+      next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
+    } finally {
+      void this.gate.jobEnded(job.id);
+    }
     return next ?? this.nextHandedOver(token);
   }
 

@@ -58,9 +58,11 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
     const args: (string | number)[] = [stateTtlMs, version, force ? '1' : ''];
     for (const throttle of throttles) {
       const rate = throttle.tokenRate;
-      args.push(throttle.limits.length + (rate ? 2 : 0));
+      const inFlight = throttle.maxInFlight;
+      args.push(throttle.limits.length + (rate ? 2 : 0) + (inFlight !== undefined ? 1 : 0));
       for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
       if (rate) args.push('r', `${rate.n} ${rate.perMs} ${rate.burst}`, 'rh', throttle.rateLeaseMs);
+      if (inFlight !== undefined) args.push('c', inFlight);
     }
     await targets.throttles.run('publishLimits', throttles.map((t) => targets.keys.effectiveLimits(t.name)), args);
   }

@@ -3,7 +3,7 @@ import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { luaClassSpec } from './luaClassSpec';
-import { checkRateLease } from '../declarations/validateLimits';
+import { checkConcurrencyDelivery, checkRateLease } from '../declarations/validateLimits';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
@@ -44,6 +44,7 @@ export function entriesDeclaring<E extends RegistryEntry>(entries: readonly E[],
 export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
   const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
+  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, [...new Set(declaring.filter((e) => e.delivery === 'leased').map((e) => e.queue))]);
   if (!merged.tokenRate) return merged;
   const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
   checkRateLease(name, merged.tokenRate, rateLeaseMs);

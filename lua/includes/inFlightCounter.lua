@@ -1,0 +1,132 @@
+--[[
+  A throttle's concurrency (concurrency(n)) for one bucket: the jobs it delivered that are still between
+  delivery and completion, failure, a move to delayed or wait, or removal. Kept in
+    <throttle base>:b:<bucket>:c     HASH  '#' -> the sum of the costs below;
+                                           <entry> -> the cost of one job in flight (1 until costs come)
+    <throttle base>:b:<bucket>:c:q   SET   queue bases whose classes wait on this bucket (woken on a release;
+                                           expires a day after the last was added)
+    <queue base>:in-flight           HASH  job id -> the counters it is in, as cjson [key, bucket id, ...]
+  An entry names its job as #queueBase .. ':' .. queueBase .. jobId (queue bases and job ids may hold ':').
+
+  Invariant: a job counts from the moment the script that moves it to active adds it (one script: no
+  delivery escapes the count) until its entry is removed, and an entry is removed only when its job is gone,
+  or holds no lock and is not in its queue's active list. While a worker holds the job's lock, or the job is
+  active without one (its worker died, bullmq's stalled check has not taken it back yet), it counts; so at
+  most n of the bucket's jobs are ever between delivery and leaving active.
+  Entries are removed by releaseInFlight (the worker, as each job it ran ends) and, in case that never comes
+  (a crashed worker, a job moved by something else), by a check of a full bucket's entries at most once
+  every CHECK_MS: a full bucket's waiters are woken by a release, and by that check at the latest.
+  A job delivered again while its old entry stands (it stalled, back to wait, and was delivered anew) has
+  its entry replaced, not added to. The keys have no expiry: a job may run for hours; '#' at 0 deletes one.
+  Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
+  delivery: the queue's keys and its throttles' share one).
+]]
+local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight
+do
+local CHECK_MS = 1000
+-- A queue that stops waiting on a bucket drops out of its :q within this (a day); one that waits is named again.
+local WAITING_TTL_MS = 86400000
+
+-- A queue base ("bull:orders::throttle") -> bullmq's key prefix of that queue ("bull:orders:").
+local function bullmqBaseOf(queueBase)
+  return string.sub(queueBase, 1, -string.len('::throttle') - 1) .. ':'
+end
+
+local function entryOf(queueBase, jobId)
+  return #queueBase .. ':' .. queueBase .. jobId
+end
+
+-- Whether the job an entry names is still between delivery and leaving active.
+local function stillInFlight(entry)
+  local colon = string.find(entry, ':', 1, true)
+  local length = tonumber(string.sub(entry, 1, colon - 1))
+  local queueBase = string.sub(entry, colon + 1, colon + length)
+  local jobId = string.sub(entry, colon + length + 1)
+  local jobKey = bullmqBaseOf(queueBase) .. jobId
+  if rcall('EXISTS', jobKey .. ':lock') == 1 then return true end
+  if rcall('EXISTS', jobKey) == 0 then return false end
+  return rcall('LPOS', bullmqBaseOf(queueBase) .. 'active', jobId) ~= false
+end
+
+function loadInFlight(key, max, nowUs)
+  local fields = rcall('HMGET', key, '#', '@')
+  return { key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {} }
+end
+
+-- Removes entries whose jobs have left active, at most once every CHECK_MS per bucket.
+local function checkEntries(counter)
+  local nowMs = math.floor(counter.nowUs / 1000)
+  if nowMs < counter.checkedMs + CHECK_MS then return end
+  counter.checkedMs = nowMs
+  rcall('HSET', counter.key, '@', intArg(nowMs))
+  local flat = rcall('HGETALL', counter.key)
+  for i = 1, #flat, 2 do
+    local entry = flat[i]
+    if entry ~= '#' and entry ~= '@' and not counter.added[entry] and not stillInFlight(entry) then
+      rcall('HDEL', counter.key, entry)
+      counter.n = counter.n - tonumber(flat[i + 1])
+    end
+  end
+  rcall('HSET', counter.key, '#', intArg(counter.n))
+end
+
+function inFlightRoom(counter)
+  if counter.n >= counter.max then checkEntries(counter) end
+  return counter.max - counter.n
+end
+
+-- A full bucket has room again when a job ends; the check above looks CHECK_MS after the last one.
+function inFlightRoomAtUs(counter)
+  if counter.n < counter.max then return 0 end
+  return (counter.checkedMs + CHECK_MS) * 1000
+end
+
+-- Counts a job delivered now (cost units); a stale entry of the same job is replaced.
+function addInFlight(counter, queueBase, jobId, cost)
+  local entry = entryOf(queueBase, jobId)
+  local old = tonumber(rcall('HGET', counter.key, entry))
+  if old then counter.n = counter.n - old end
+  rcall('HSET', counter.key, entry, cost)
+  counter.added[entry] = true
+  counter.n = counter.n + cost
+  counter.dirty = true
+end
+
+-- Writes the counts; a full bucket names the queue whose classes are about to wait on it.
+function saveInFlight(counter, waitingQueueBase)
+  if counter.dirty then rcall('HSET', counter.key, '#', intArg(counter.n)) end
+  if waitingQueueBase then
+    rcall('SADD', counter.key .. ':q', waitingQueueBase)
+    rcall('PEXPIRE', counter.key .. ':q', WAITING_TTL_MS)
+  end
+end
+
+-- Takes one ended job out of every counter it is in, and wakes the queues waiting on those buckets. Does
+-- nothing for a job that is still in flight (delivered again since) or was never counted.
+function releaseJobInFlight(indexKey, queueBase, jobId, nowUs)
+  local listed = rcall('HGET', indexKey, jobId)
+  if not listed then return 0 end
+  local entry = entryOf(queueBase, jobId)
+  if stillInFlight(entry) then return 0 end
+  rcall('HDEL', indexKey, jobId)
+  local counters = cjson.decode(listed)
+  local released = 0
+  for i = 1, #counters, 2 do
+    local key, bucketId = counters[i], counters[i + 1]
+    local cost = tonumber(rcall('HGET', key, entry))
+    if cost then
+      rcall('HDEL', key, entry)
+      if rcall('HINCRBY', key, '#', -cost) <= 0 then rcall('DEL', key) end
+      released = released + 1
+      for _, waitingBase in ipairs(rcall('SMEMBERS', key .. ':q')) do
+        local wakeupsKey = waitingBase .. ':wakeups'
+        if rcall('ZSCORE', wakeupsKey, bucketId) then
+          rcall('ZADD', wakeupsKey, intArg(nowUs), bucketId)
+          rcall('ZADD', bullmqBaseOf(waitingBase) .. 'marker', 0, '0')
+        end
+      end
+    end
+  end
+  return released
+end
+end -- of the block that keeps the helpers local

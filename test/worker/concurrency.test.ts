@@ -1,0 +1,95 @@
+import { DelayedError, Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Key, Throttle } from '../../src';
+import { newRedis } from '../support/redis';
+import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { mostAtOnce } from '../support/inFlight';
+
+// Throttle.concurrency(n): at most n jobs of a bucket in flight, from delivery to the end of the job.
+describe('concurrency', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('inflight');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('at most n per key in flight across two workers on two queues, and each key reaches n', async () => {
+    const perDomain = Throttle.named('scraper').key([Key.data('domain')]).concurrency(3);
+    const ended: { domain: string; from: number; to: number }[] = [];
+    const processor = async (job: Job) => {
+      await sleep(10 + Math.floor(Math.random() * 60));
+      ended.push({ domain: job.data.domain, from: job.processedOn!, to: Date.now() });
+    };
+    const queues = [bed.queue('pages-a'), bed.queue('pages-b')];
+    bed.worker('pages-a', processor, { concurrency: 8, throttles: [perDomain] });
+    bed.worker('pages-b', processor, { concurrency: 8, throttles: [perDomain] });
+    const domains = ['a.example', 'b.example', 'c.example', 'd.example'];
+    for (const queue of queues) await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'page', data: { domain: domains[i % domains.length] } })));
+    await waitFor(() => ended.length === 240, 60_000, 'every job processed');
+    const jobs = (await Promise.all(queues.map((q) => q.getJobs(['completed'], 0, -1)))).flat();
+    expect(jobs).toHaveLength(240);
+    for (const domain of domains) {
+      // As the issue counts them: from processedOn (Redis) to finishedOn (bullmq's completion).
+      const spans = jobs.filter((j) => j.data.domain === domain).map((j) => ({ from: j.processedOn!, to: j.finishedOn! }));
+      expect(mostAtOnce(spans)).toBeLessThanOrEqual(3);
+      // And as the processors saw them, which is inside that.
+      expect(mostAtOnce(ended.filter((e) => e.domain === domain))).toBeLessThanOrEqual(3);
+      expect(mostAtOnce(spans)).toBe(3);
+    }
+  });
+
+  it('failures, retries and moves to delayed free their slot at once; a waiting retry holds nothing', async () => {
+    const single = Throttle.named('one-at-a-time').concurrency(1);
+    const queue = bed.queue('flaky');
+    const spans: { from: number; to: number }[] = [];
+    let running = 0;
+    let most = 0;
+    bed.worker('flaky', async (job: Job, token?: string) => {
+      running++;
+      most = Math.max(most, running);
+      try {
+        await sleep(20);
+        if (job.data.kind === 'fails' && job.attemptsMade < 2) throw new Error('try again');
+        if (job.data.kind === 'delays' && !job.data.delayed) {
+          await job.updateData({ ...job.data, delayed: true });
+          await job.moveToDelayed(Date.now() + 300, token);
+          throw new DelayedError();
+        }
+      } finally {
+        running--;
+        spans.push({ from: job.processedOn!, to: Date.now() });
+      }
+    }, { concurrency: 5, throttles: [single] });
+    await queue.addBulk([
+      ...Array.from({ length: 6 }, () => ({ name: 'fails', data: { kind: 'fails' }, opts: { attempts: 3, backoff: { type: 'fixed', delay: 200 } } })),
+      ...Array.from({ length: 4 }, () => ({ name: 'delays', data: { kind: 'delays' } })),
+      ...Array.from({ length: 10 }, () => ({ name: 'plain', data: { kind: 'plain' } })),
+    ]);
+    await waitFor(async () => (await queue.getCompletedCount()) === 20, 30_000, 'every job completed');
+    expect(most).toBe(1);
+    expect(mostAtOnce(spans)).toBe(1);
+    // 6 x 3 attempts + 4 x 2 runs + 10: every end gave its slot back (a slot lost to a failure would stall the rest).
+    expect(spans).toHaveLength(36);
+  });
+
+  it('combines with a window limit: a delivery needs room in both', async () => {
+    const stripe = Throttle.named('stripe').limit(10, '1s').concurrency(2);
+    const queue = bed.queue('payments');
+    const spans: { from: number; to: number }[] = [];
+    bed.worker('payments', async (job: Job) => {
+      await sleep(30);
+      spans.push({ from: job.processedOn!, to: Date.now() });
+    }, { concurrency: 10, throttles: [stripe] });
+    await queue.addBulk(Array.from({ length: 25 }, () => ({ name: 'charge', data: {} })));
+    await waitFor(() => spans.length === 25, 30_000, 'every job processed');
+    expect(mostAtOnce(spans)).toBe(2);
+    const starts = spans.map((s) => s.from).sort((a, b) => a - b);
+    for (let i = 10; i < starts.length; i++) expect(starts[i] - starts[i - 10]).toBeGreaterThanOrEqual(1000);
+  });
+});
