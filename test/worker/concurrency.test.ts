@@ -78,6 +78,20 @@ describe('concurrency', () => {
     expect(spans).toHaveLength(36);
   });
 
+  it('a job running far past its lock duration (the lock renewed) keeps its slot: the next waits for its end', async () => {
+    const single = Throttle.named('long-runner').concurrency(1);
+    const queue = bed.queue('long');
+    const spans: { from: number; to: number }[] = [];
+    bed.worker('long', async (job: Job) => {
+      await sleep(job.data.ms);
+      spans.push({ from: job.processedOn!, to: Date.now() });
+    }, { concurrency: 4, lockDuration: 500, throttles: [single] });
+    await queue.addBulk([{ name: 'long', data: { ms: 2_600 } }, { name: 'short', data: { ms: 10 } }, { name: 'short', data: { ms: 10 } }]);
+    await waitFor(() => spans.length === 3, 20_000, 'every job processed');
+    // The full bucket's check (once a second) found the long job's lock each time.
+    expect(mostAtOnce(spans)).toBe(1);
+  });
+
   it('combines with a window limit: a delivery needs room in both', async () => {
     const stripe = Throttle.named('stripe').limit(10, '1s').concurrency(2);
     const queue = bed.queue('payments');
