@@ -3,7 +3,7 @@ import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { readRate } from './rateReading';
 import { bindingNow, effectiveRate } from './effectiveRate';
-import { readDispatchDelay } from './dispatchDelayStats';
+import { DispatchDelayStats, readDispatchDelay } from './dispatchDelayStats';
 import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { bucketPausedUntil, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
@@ -154,6 +154,7 @@ export class ThrottleAdmin {
       name: throttle.name,
       limits: throttle.limits.map((limit) => ({ ...limit })),
       rate: throttle.tokenRate ? { ...throttle.tokenRate } : null,
+      concurrency: throttle.maxInFlight ?? null,
       key: throttle.keyParts ? throttle.keyParts.map(describeKeyPart) : null,
       keyParts: throttle.keyParts ? [...throttle.keyParts] : null,
       missing: throttle.missing,
@@ -292,7 +293,7 @@ export class ThrottleAdmin {
       paused,
       limitSource: overrides.throttle ? 'override' : 'declared',
       overrides,
-      effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate),
+      effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
       dispatchDelay,
       at: now,
     };
@@ -313,7 +314,11 @@ export class ThrottleAdmin {
     const rate = throttle.tokenRate
       ? readRate(throttle.tokenRate, await this.ns.get(this.keys.rateCounter(name, bucket)), Number((await this.ns.hget(this.keys.effectiveLimits(name), 'rh')) ?? 0), now)
       : null;
+    const inFlight = throttle.maxInFlight === undefined
+      ? null
+      : { max: throttle.maxInFlight, counted: Number((await this.ns.hget(this.keys.inFlightCounter(name, bucket), '#')) ?? 0) };
     const declaring = entriesDeclaring(entries, name);
+    const dispatchDelay = throttle.maxInFlight === undefined ? null : await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
     const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
     const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null, pausedUntil ?? null].filter((t): t is number => t !== null);
@@ -322,9 +327,10 @@ export class ThrottleAdmin {
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
       limits,
       limitSource: override ? 'override' : 'declared',
-      effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate),
-      bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate),
+      effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
+      bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate, inFlight),
       rate,
+      inFlight,
       paused: pausedUntil === undefined ? null : { until: pausedUntil },
       waiting,
       nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
@@ -418,4 +424,9 @@ export class ThrottleAdmin {
     await closeClient(this.connection);
     if (this.grantorConnection) await closeClient(this.grantorConnection);
   }
+}
+
+/** A throttle's concurrency with the processing time its workers measured, for effectiveRate. */
+function concurrencyOf(throttle: EffectiveThrottle, delay: DispatchDelayStats | null): { n: number; processingMs: number | null } | undefined {
+  return throttle.maxInFlight === undefined ? undefined : { n: throttle.maxInFlight, processingMs: delay?.processingMs ?? null };
 }

@@ -13,19 +13,27 @@ export interface DispatchDelayStats {
    * arrivals, unless each token counts for W + h with h at least d.
    */
   suggestedLeaseMs: number;
+  /** The processors' mean run time (ms) over the workers, weighted by their samples; null before any ran. */
+  processingMs: number | null;
 }
 
 /** Reads each live worker's figures (its field in its queue's dispatch-delay hash); null before any. */
 export async function readDispatchDelay(client: RedisClient, workers: readonly { key: string; workerId: string }[]): Promise<DispatchDelayStats | null> {
   let worst: DispatchDelayStats | null = null;
   let samples = 0;
+  let processingSum = 0;
+  let processingSamples = 0;
   for (const { key, workerId } of workers) {
     const text = await client.hget(key, workerId);
-    const match = text === null ? null : /^(\d+(?:\.\d+)?) (\d+(?:\.\d+)?) (\d+)/.exec(text);
+    const match = text === null ? null : /^(\d+(?:\.\d+)?) (\d+(?:\.\d+)?) (\d+) \d+(?: (\d+(?:\.\d+)?))?/.exec(text);
     if (!match) continue;
     const [p50, p99, count] = [Number(match[1]), Number(match[2]), Number(match[3])];
     samples += count;
-    if (!worst || p99 > worst.p99Ms) worst = { p50Ms: p50, p99Ms: p99, samples: 0, suggestedLeaseMs: Math.ceil(p99) };
+    if (match[4] !== undefined) {
+      processingSum += Number(match[4]) * count;
+      processingSamples += count;
+    }
+    if (!worst || p99 > worst.p99Ms) worst = { p50Ms: p50, p99Ms: p99, samples: 0, suggestedLeaseMs: Math.ceil(p99), processingMs: null };
   }
-  return worst && { ...worst, samples };
+  return worst && { ...worst, samples, processingMs: processingSamples > 0 ? processingSum / processingSamples : null };
 }

@@ -74,6 +74,7 @@ function reasonOf(state: string, held: JobExplanation['held'], holding: BucketSt
     if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${b.paused.until - nowMs} ms more`}`;
     const full = b.limits.filter((l) => l.roomAt !== null).map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`);
     if (b.rate?.roomAt) full.push(`its rate (${b.rate.n} per ${b.rate.perMs} ms, burst ${b.rate.burst}) has no token`);
+    if (b.inFlight && b.inFlight.counted >= b.inFlight.max) full.push(`${b.inFlight.counted}/${b.inFlight.max} in flight: room returns as one ends`);
     return `${where} is full (${full.join(', ') || 'its room is on its way'})`;
   });
   return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > nowMs ? `; room returns in ${roomAt - nowMs} ms` : ''}`;

@@ -16,6 +16,8 @@ export interface ThrottleSummary {
   limits: Limit[];
   /** The effective rate (the lowest declared, with the lowest burst); null when none is declared. */
   rate: Rate | null;
+  /** The effective concurrency (the lowest declared): jobs of a bucket in flight at once; null when none is declared. */
+  concurrency: number | null;
   /** Key parts, as Key.data('customer') etc.; null for an unkeyed throttle. */
   key: string[] | null;
   keyParts: KeyPart[] | null;
@@ -101,6 +103,8 @@ export interface BucketStats {
   bindingNow: string | null;
   /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
   rate: RateReading | null;
+  /** The bucket's concurrency, if the throttle has one: jobs counted in flight now (a job that ended is counted until its release, or a check within a second, takes it out). */
+  inFlight: { max: number; counted: number } | null;
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */
   paused: { until: number | null } | null;
   waiting: number;

@@ -13,8 +13,14 @@ export function formatRate(rate: Rate): string {
   return `${rate.n} per ${formatWindow(rate.perMs)}, burst ${rate.burst}`;
 }
 
-/** Every window limit, then the rate: '100 per 1s, 1,000 per 1m; rate 50 per 1s, burst 10'. */
-export function formatLimits(limits: readonly Limit[], rate?: Rate | null): string {
+/** Every window limit, then the rate and the concurrency: '100 per 1s, 1,000 per 1m; rate 50 per 1s, burst 10; concurrency 5'. */
+export function formatLimits(limits: readonly Limit[], rate?: Rate | null, concurrency?: number | null): string {
+  const parts = formatWindowsAndRate(limits, rate);
+  if (concurrency === undefined || concurrency === null) return parts;
+  return parts ? `${parts}; concurrency ${concurrency}` : `concurrency ${concurrency}`;
+}
+
+function formatWindowsAndRate(limits: readonly Limit[], rate?: Rate | null): string {
   const windows = limits.map(formatLimit).join(', ');
   if (!rate) return windows;
   return windows ? `${windows}; rate ${formatRate(rate)}` : `rate ${formatRate(rate)}`;

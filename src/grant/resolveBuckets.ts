@@ -34,7 +34,7 @@ function assertCanFit(throttle: ThrottleSpec, cost: number): void {
 
 function bucketOf(request: BucketRequest): string | undefined {
   const { throttle, key } = request;
-  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || (throttle.limits.length === 0 && !throttle.tokenRate)) {
+  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || (throttle.limits.length === 0 && !throttle.tokenRate && throttle.maxInFlight === undefined)) {
     throw new InvalidGrantError(
       `grant: ${JSON.stringify(throttle?.name ?? throttle)} is not a usable throttle; pass a Throttle with at least one limit, such as Throttle.named('stripe').limit(100, '1s').`,
     );

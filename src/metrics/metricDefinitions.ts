@@ -95,6 +95,13 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.flatMap((t) => (t.rate ? [{ labels: { throttle: t.name }, value: t.rate.burst }] : [])),
   },
   {
+    name: 'throttle_effective_concurrency',
+    help: 'The throttle\'s concurrency per bucket: the most of its jobs in flight at once, when it declares one.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.flatMap((t) => (t.concurrency !== null && t.concurrency !== undefined ? [{ labels: { throttle: t.name }, value: t.concurrency }] : [])),
+  },
+  {
     name: 'throttle_window_deliveries',
     help: 'Deliveries of the throttle (all buckets together) in the last window of each limit.',
     type: 'gauge',

@@ -398,6 +398,11 @@ export class ThrottleGate implements Gate {
     this.dispatchDelay.started(processedOn);
   }
 
+  /** A processor returned or threw after running `ms`. */
+  processorEnded(ms: number): void {
+    this.dispatchDelay.ended(ms);
+  }
+
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string | undefined): Promise<void> {
     const counted = this.currentConfig?.throttles.some((t) => t.maxInFlight !== undefined);
@@ -410,7 +415,7 @@ export class ThrottleGate implements Gate {
     const delay = this.dispatchDelay.percentiles();
     if (!delay || !this.workerClient) return;
     const key = this.queueKeys.dispatchDelays;
-    await this.workerClient.hset(key, this.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()}`);
+    await this.workerClient.hset(key, this.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()} ${delay.processingMs === null ? '-' : delay.processingMs.toFixed(1)}`);
     await this.workerClient.pexpire(key, this.options.declarationTtlMs * 3);
   }
 

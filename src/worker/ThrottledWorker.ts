@@ -106,11 +106,16 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       onError: (error) => worker?.emit('error', error),
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
-    // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats).
+    // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
     const timed = typeof processor === 'function'
-      ? ((job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
+      ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
         gate.processorStarted(job.processedOn);
-        return (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+        const startedAt = performance.now();
+        try {
+          return await (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+        } finally {
+          gate.processorEnded(performance.now() - startedAt);
+        }
       }) as Processor<DataType, ResultType, NameType>
       : processor;
     super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);

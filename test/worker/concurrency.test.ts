@@ -1,8 +1,9 @@
 import { DelayedError, Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Key, Throttle } from '../../src';
+import { InvalidThrottleError, Key, Throttle, ThrottleAdmin } from '../../src';
+import { testRedisUrl } from '../support/testRedis';
 import { newRedis } from '../support/redis';
-import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { connectionFor, waitFor, WorkerTestBed } from '../support/bullmq';
 import { mostAtOnce } from '../support/inFlight';
 
 // Throttle.concurrency(n): at most n jobs of a bucket in flight, from delivery to the end of the job.
@@ -105,5 +106,50 @@ describe('concurrency', () => {
     expect(mostAtOnce(spans)).toBe(2);
     const starts = spans.map((s) => s.from).sort((a, b) => a - b);
     for (let i = 10; i < starts.length; i++) expect(starts[i] - starts[i - 10]).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('stats: the bucket counts its jobs in flight, binds on concurrency when full, and the effective rate divides n by the measured processing time', async () => {
+    const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
+    try {
+      const perDomain = Throttle.named('fetch').key([Key.data('domain')]).concurrency(2);
+      const queue = bed.queue('fetch');
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => { release = resolve; });
+      const ran: string[] = [];
+      bed.worker('fetch', async (job: Job) => {
+        ran.push(job.data.domain);
+        if (job.data.hold) await gate; else await sleep(50);
+      }, { concurrency: 6, throttles: [perDomain] });
+      // Some run first so that a processing time is measured, then two hold the bucket of a.example.
+      await queue.addBulk(Array.from({ length: 6 }, () => ({ name: 'get', data: { domain: 'warm.example' } })));
+      await waitFor(() => ran.length === 6, 10_000, 'the warm-up jobs ran');
+      await sleep(200);
+      await queue.addBulk(Array.from({ length: 5 }, () => ({ name: 'get', data: { domain: 'a.example', hold: true } })));
+      await waitFor(() => ran.filter((d) => d === 'a.example').length === 2, 10_000, 'two a.example jobs in flight');
+      await sleep(200);
+      const bucket = await admin.throttleBucket('fetch', ['a.example']);
+      expect(bucket).toMatchObject({ inFlight: { max: 2, counted: 2 }, bindingNow: 'concurrency 2', waiting: 3 });
+      const free = await admin.throttleBucket('fetch', ['b.example']);
+      expect(free).toMatchObject({ inFlight: { max: 2, counted: 0 }, bindingNow: null });
+      // The dispatch delay is published with the worker's heartbeat: wait for one.
+      await waitFor(async () => (await admin.throttleStats('fetch')).dispatchDelay?.processingMs != null, 20_000, 'a processing time published');
+      const stats = await admin.throttleStats('fetch');
+      expect(stats.concurrency).toBe(2);
+      expect(stats.effective!.binding).toBe('concurrency 2');
+      expect(stats.effective!.processingMs).toBeGreaterThanOrEqual(40);
+      expect(stats.effective!.perSecond).toBeCloseTo(2000 / stats.effective!.processingMs!, 6);
+      release();
+      await waitFor(() => ran.filter((d) => d === 'a.example').length === 5, 10_000, 'the rest of a.example ran');
+    } finally {
+      await admin.close();
+    }
+  });
+
+  it('a worker delivering in leased mode (the grantor option) fails at start: concurrency is counted in exact delivery only', async () => {
+    const worker = bed.worker('leased', async () => undefined, {
+      throttles: [Throttle.named('crawl').concurrency(2)], grantor: { connection: connectionFor() },
+    });
+    await expect(worker.waitUntilReady()).rejects.toThrow(InvalidThrottleError);
+    await expect(worker.waitUntilReady()).rejects.toThrow(/concurrency is counted only in exact delivery/);
   });
 });

@@ -57,7 +57,7 @@ export function formatQueueStats(stats: QueueStats, prefix?: string): string {
       ['throttle', 'limits', 'key', 'missing key', 'declared by'],
       ...stats.throttles.map((t) => [
         t.name,
-        formatLimits(t.limits, t.rate),
+        formatLimits(t.limits, t.rate, t.concurrency),
         t.key ? t.key.join(' + ') : '(none)',
         t.key ? formatMissing(t.missing) : '-',
         plural(t.declaredBy, 'worker'),

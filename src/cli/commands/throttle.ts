@@ -52,7 +52,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
   const lines = [
     `throttle ${stats.name}`,
     ...table([
-      ['limits', `${formatLimits(stats.limits, stats.rate)}${stats.key ? ', for each bucket' : ''}${formatOverride(stats)}`],
+      ['limits', `${formatLimits(stats.limits, stats.rate, stats.concurrency)}${stats.key ? ', for each bucket' : ''}${formatOverride(stats)}`],
       ...(stats.effective ? [['sustains', `${formatPerSecond(stats.effective.perSecond)} per ${stats.key ? 'bucket' : 'second'}${stats.key ? ' per second' : ''}, set by ${stats.effective.binding}`] as [string, string]] : []),
       ['key', formatKeyDescription(stats)],
       ['queues', `${stats.queues.join(', ') || '(none)'} (declared by ${plural(stats.declaredBy, 'live ThrottledWorker')})`],
