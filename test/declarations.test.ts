@@ -88,7 +88,7 @@ describe('declarations', () => {
     });
 
     it('a declaration with no limit, when used', () => {
-      expect(() => Throttle.named('x').assertUsable()).toThrow("Throttle 'x' has no limit: add one, such as .limit(100, '1s') or .rate(100, '1s', { burst: 10 }).");
+      expect(() => Throttle.named('x').assertUsable()).toThrow("Throttle 'x' has no limit: add one, such as .limit(100, '1s'), .rate(100, '1s', { burst: 10 }) or .concurrency(5).");
     });
 
     it('an unknown missing-key policy', () => {

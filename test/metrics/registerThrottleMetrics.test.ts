@@ -17,6 +17,7 @@ const THROTTLE_METRICS = [
   'throttle_buckets_at_limit',
   'throttle_waiting',
   'throttle_effective_burst',
+  'throttle_effective_concurrency',
   'throttle_effective_limit',
   'throttle_effective_rate',
   'throttle_window_deliveries',
