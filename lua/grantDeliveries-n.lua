@@ -118,7 +118,7 @@ for d = 1, deliveries do
       if counter.rate then
         addRateTokens(counter.rate, cost)
       else
-        for _ = 1, cost do addToken(counter, leaseMs) end
+        addTokens(counter, cost, leaseMs)
       end
     end
     reply[d + 1] = 0

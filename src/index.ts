@@ -1,6 +1,8 @@
 export { Throttle } from './declarations/Throttle';
 export { Key } from './declarations/Key';
 export type { KeyPart, KeyValue } from './declarations/Key';
+export { Cost } from './declarations/Cost';
+export type { CostSource, CostSpec } from './declarations/Cost';
 export { Missing } from './declarations/Missing';
 export type { Limit } from './declarations/Limit';
 export type { Rate } from './declarations/Rate';

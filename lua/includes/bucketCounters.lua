@@ -153,26 +153,37 @@ function bucketRoom(counters)
   return room or 0
 end
 
--- When the bucket next has room for one more (us), 0 when it has room now.
-function bucketRoomAtUs(counters)
+-- A job costing more than a limit's N could never go; the worker fails such jobs as it classifies them, but a
+-- limit lowered at run time (an override) can still meet one: it is looked at again this often.
+local OVER_CAPACITY_LOOK_US = 1000000
+
+-- When the bucket next has room for `cost` more (1 unless given; us), 0 when it has room now.
+function bucketRoomAtUs(counters, cost)
+  cost = cost or 1
   local at = 0
   if counters.heldUntilUs > counters.nowUs then at = counters.heldUntilUs end
   for i = 1, #counters do
     local counter = counters[i]
     -- Below its limit by its stored count, a counter has room (roomAtUs would say so too, at more cost).
-    if counter.n >= counter.max then
-      local roomAt = roomAtUs(counter)
+    if counter.n + cost > counter.max then
+      local roomAt
+      if cost > counter.max then roomAt = counters.nowUs + OVER_CAPACITY_LOOK_US else roomAt = roomAtUs(counter, cost) end
       if roomAt > at then at = roomAt end
     end
   end
   if counters.rate then
-    local roomAt = rateRoomAtUs(counters.rate)
+    local roomAt = rateRoomAtUs(counters.rate, cost)
     if roomAt > at then at = roomAt end
   end
-  if counters.inFlight then
+  local inFlight = counters.inFlight
+  if inFlight then
     -- Its room returns when a job ends: looked at (its entries checked) by then at the latest.
-    if counters.inFlight.n >= counters.inFlight.max then inFlightRoom(counters.inFlight) end
-    local roomAt = inFlightRoomAtUs(counters.inFlight)
+    if inFlight.n + cost > inFlight.max then inFlightRoom(inFlight, cost) end
+    local roomAt = 0
+    if cost > inFlight.max then roomAt = counters.nowUs + OVER_CAPACITY_LOOK_US
+    elseif inFlight.n + cost > inFlight.max then roomAt = inFlightRoomAtUs(inFlight) end
+    -- A class may wait on it now: a release wakes this queue (saveBucketCounters).
+    if roomAt > 0 then inFlight.lacked = true end
     if roomAt > at then at = roomAt end
   end
   return at
@@ -180,9 +191,7 @@ end
 
 -- Counts `count` tokens granted now with lease leaseMs in every limit of the bucket.
 function addBucketTokens(counters, count, leaseMs)
-  for _, counter in ipairs(counters) do
-    for _ = 1, count do addToken(counter, leaseMs) end
-  end
+  for _, counter in ipairs(counters) do addTokens(counter, count, leaseMs) end
   if counters.rate then addRateTokens(counters.rate, count) end
 end
 
@@ -190,6 +199,6 @@ end
 function saveBucketCounters(waitingQueueBase)
   for _, counter in ipairs(counterList) do saveCounter(counter) end
   for _, rate in ipairs(rateList) do saveRate(rate) end
-  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, inFlight.n >= inFlight.max and waitingQueueBase) end
+  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, (inFlight.lacked or inFlight.n >= inFlight.max) and waitingQueueBase) end
 end
 end -- of the block that keeps the helpers local

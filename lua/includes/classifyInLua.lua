@@ -6,13 +6,17 @@
   The spec is the queue state's `lua` field (written by publishQueueConfig, built by
   src/worker/luaClassSpec.ts): the queue's throttles in the order their bucket ids sort, as
     [ { "n": encoded name, "k": [ ["name"] | ["data", segment, ...], ... ] (absent: unkeyed),
-        "u": true when a job missing the key is not subject to the throttle } ]
+        "u": true when a job missing the key is not subject to the throttle,
+        "c": ["data", segment, ...] where a job's cost is read (absent: 1), "cd": the cost's default (absent:
+        none), "cm": the most a job may cost (src/declarations/Cost.ts costCapacity; absent: no bound) } ]
   Paths that JavaScript would resolve differently from a plain table lookup (array indexes, `length`,
   prototype names) never reach a spec.
 
-  classifyInLua returns the job's buckets ({ id, name, bucket } each), or nil when the job needs the
+  classifyInLua returns the job's buckets ({ id, name, bucket, cost } each), or nil when the job needs the
   TypeScript classifier: data that is not JSON, a key value that is not ASCII, not an integer of at most
-  2^53, or an object. (There it is placed as before, with the warnings it logs.) classMember names the
+  2^53, or an object; a cost that is missing (with no default), not a positive whole number, or above cm
+  (the worker fails such a job, src/worker/jobCost.ts, and logs why). (There it is placed as before, with the
+  warnings it logs.) classMember names the
   class of those buckets; it is built only when needed, as a job that goes at once needs no class name.
   Needs cjson (Redis's Lua has it).
 ]]
@@ -28,6 +32,7 @@ function parseClassSpec(text)
     for _, part in ipairs(throttle.k or {}) do
       if part[1] == 'data' then spec.needsData = true else spec.needsName = true end
     end
+    if throttle.c then spec.needsData = true end
     -- An unkeyed throttle's one bucket, shared by every job (the delivery script only reads buckets).
     if throttle.k == nil then throttle.only = { id = throttle.n .. '=-', name = throttle.n, bucket = '-' } end
     -- A key of one data field (the usual case) is read without walking a path.
@@ -81,6 +86,27 @@ local function keyPartSegment(part, name, data)
   return keyValueSegment(value)
 end
 
+-- A job's cost in one throttle (its "c" path, as src/worker/jobCost.ts reads it), or nil when it cannot be
+-- counted: the worker's classifier then places the job, and the worker fails it.
+local function jobCost(throttle, data)
+  local value = data
+  local path = throttle.c
+  for s = 2, #path do
+    if type(value) ~= 'table' then value = nil break end
+    value = value[path[s]]
+  end
+  local cost
+  if type(value) == 'number' and value == math.floor(value) and value >= 1 and value < 9007199254740992 then
+    cost = value
+  elseif throttle.cd then
+    cost = throttle.cd
+  else
+    return nil
+  end
+  if throttle.cm and cost > throttle.cm then return nil end
+  return cost
+end
+
 -- One job's buckets, or nil when the worker's classifier must place it.
 function classifyInLua(spec, name, dataText)
   local data
@@ -101,7 +127,7 @@ function classifyInLua(spec, name, dataText)
     local keyParts, bucket = throttle.k, nil
     local field = throttle.dataField
     if keyParts == nil then
-      buckets[#buckets + 1] = throttle.only
+      bucket = '-'
     elseif field then
       local value = nil
       if type(data) == 'table' then value = data[field] end
@@ -125,17 +151,34 @@ function classifyInLua(spec, name, dataText)
       if not missing then bucket = table.concat(segments, ',') end
     end
     if keyParts ~= nil and bucket == nil and not throttle.u then bucket = '~' end
-    if bucket then buckets[#buckets + 1] = { id = throttle.n .. '=' .. bucket, name = throttle.n, bucket = bucket } end
+    if bucket then
+      local cost = 1
+      if throttle.c then
+        cost = jobCost(throttle, data)
+        if cost == nil then return nil end
+      end
+      if keyParts == nil and cost == 1 then
+        buckets[#buckets + 1] = throttle.only
+      else
+        buckets[#buckets + 1] = { id = throttle.n .. '=' .. bucket, name = throttle.n, bucket = bucket, cost = cost }
+      end
+    end
   end
   return buckets
+end
+
+-- A bucket as its class names it: its id, and its cost when other than 1 (includes/schedulerKeys parseClass).
+local function memberPart(bucket)
+  if bucket.cost == nil or bucket.cost == 1 then return bucket.id end
+  return bucket.id .. '$' .. string.format('%d', bucket.cost)
 end
 
 -- The class member of a job of config generation gen that draws from these buckets (in spec order).
 function classMember(gen, buckets)
   if #buckets == 0 then return gen .. '/*' end
-  if #buckets == 1 then return gen .. '/' .. buckets[1].id end
+  if #buckets == 1 then return gen .. '/' .. memberPart(buckets[1]) end
   local ids = {}
-  for i = 1, #buckets do ids[i] = buckets[i].id end
+  for i = 1, #buckets do ids[i] = memberPart(buckets[i]) end
   return gen .. '/' .. table.concat(ids, '|')
 end
 end -- of the block that keeps the helpers local

@@ -41,19 +41,20 @@ end
 -- A window counter's room never comes "on its way": a full bucket is full.
 local comingRoom = nil
 
-local function roomReturnsAtUs(counters)
+local function roomReturnsAtUs(counters, cost)
   if exactRoomContext.late then return exactRoomContext.now end
-  return bucketRoomAtUs(counters)
+  return bucketRoomAtUs(counters, cost)
 end
 
 -- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
 local inFlightJobs = {}
 
-local function spendRoom(counters, fresh, jobId)
-  addBucketTokens(counters, 1, exactRoomContext.leaseMs)
+local function spendRoom(counters, fresh, jobId, cost)
+  cost = cost or 1
+  addBucketTokens(counters, cost, exactRoomContext.leaseMs)
   local inFlight = counters.inFlight
   if inFlight then
-    addInFlight(inFlight, exactRoomContext.queueBase, jobId, 1)
+    addInFlight(inFlight, exactRoomContext.queueBase, jobId, cost)
     local listed = inFlightJobs[jobId]
     if not listed then
       listed = {}

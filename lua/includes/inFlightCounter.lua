@@ -70,14 +70,14 @@ local function checkEntries(counter)
   rcall('HSET', counter.key, '#', intArg(counter.n))
 end
 
-function inFlightRoom(counter)
-  if counter.n >= counter.max then checkEntries(counter) end
+-- Room for more (cost units), once the entries were checked when it looks as if `need` (1 unless given) will not fit.
+function inFlightRoom(counter, need)
+  if counter.n + (need or 1) > counter.max then checkEntries(counter) end
   return counter.max - counter.n
 end
 
 -- A full bucket has room again when a job ends; the check above looks CHECK_MS after the last one.
 function inFlightRoomAtUs(counter)
-  if counter.n < counter.max then return 0 end
   return (counter.checkedMs + CHECK_MS) * 1000
 end
 

@@ -2,8 +2,9 @@
   Keys and names of the delivery scheduler, composed exactly as src/keys/ThrottleKeys.ts composes them.
 
   A class is the set of buckets a job draws from, named "<gen>/<buckets>": <gen> is the queue's config
-  generation, <buckets> is "*" (no bucket) or "<encoded throttle>=<bucket>" joined by "|", sorted.
-  A bucket id is one "<encoded throttle>=<bucket>".
+  generation, <buckets> is "*" (no bucket) or "<encoded throttle>=<bucket>" joined by "|", sorted, each
+  followed by "$<cost>" where the job costs other than 1 (a throttle's cost(); encoded names and buckets
+  hold no '$'). A bucket id is one "<encoded throttle>=<bucket>", without the cost.
 ]]
 -- A name as src/keys/keyEncoding.ts encodeSegment spells it (encodeURIComponent: UTF-8 bytes as %XX).
 local function encodeSegment(text)
@@ -39,16 +40,19 @@ local function counterKeyParts(base, windowMs)
   return base .. ':b:', ':' .. windowMs
 end
 
--- "<gen>/<a>=<x>|<b>=<y>" -> gen, { { id = "a=x", name = "a", bucket = "x" }, ... }
+-- "<gen>/<a>=<x>|<b>=<y>$<c>" -> gen, { { id = "a=x", name = "a", bucket = "x", cost = 1 }, { id = "b=y", ..., cost = c } }
 local function parseClass(member)
   local slash = string.find(member, '/', 1, true)
   local gen = string.sub(member, 1, slash - 1)
   local rest = string.sub(member, slash + 1)
   local buckets = {}
   if rest ~= '*' then
-    for id in string.gmatch(rest, '[^|]+') do
+    for part in string.gmatch(rest, '[^|]+') do
+      local id, cost = part, 1
+      local dollar = string.find(part, '$', 1, true)
+      if dollar then id, cost = string.sub(part, 1, dollar - 1), tonumber(string.sub(part, dollar + 1)) end
       local eq = string.find(id, '=', 1, true)
-      buckets[#buckets + 1] = { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1) }
+      buckets[#buckets + 1] = { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1), cost = cost }
     end
   end
   return gen, buckets

@@ -4,7 +4,8 @@
     includes/exactRoom    the buckets' window counters, counted in this script (exact delivery)
     includes/leasedRoom   tokens leased from the throttle namespace's grantor, spent here (leased delivery)
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
-  stale), roomLeft(source), roomReturnsAtUs(source) (0: room now), spendRoom(source, fresh, jobId), noteBlocked(member,
+  stale), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
+  fresh, jobId, cost), noteBlocked(member,
   order, bucket, atUs) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
@@ -95,7 +96,7 @@ local function checkBuckets(buckets)
   for i = 1, #buckets do
     local source = roomSource(buckets[i])
     if source == nil then return 'stale' end
-    local roomAt = roomReturnsAtUs(source)
+    local roomAt = roomReturnsAtUs(source, buckets[i].cost)
     if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
   end
   if fullBucket then return nil, fullBucket, fullAtUs end
@@ -122,7 +123,7 @@ local function deliver(jobId, buckets, held, inActive)
   if held then heldLeft = heldLeft + 1 end
   for i = 1, #buckets do
     -- Loaded by checkBuckets: this finds it in the room source's cache.
-    spendRoom(roomSource(buckets[i]), not held, jobId)
+    spendRoom(roomSource(buckets[i]), not held, jobId, buckets[i].cost)
     noteDelivered(buckets[i])
   end
   if not inActive then rcall('LPUSH', activeKey, jobId) end

@@ -27,7 +27,7 @@
 --- @include "intArg"
 -- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
 -- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
+local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
 do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
@@ -141,6 +141,14 @@ function hasRoomFor(counter, count)
   if counter.n + count <= counter.max then return true end
   if not counter.swept then sweepCounter(counter, counter.nowUs) end
   return counter.n + count <= counter.max
+end
+
+-- Counts `count` tokens granted now (a delivery's cost) as addToken does one: they share its slot.
+function addTokens(counter, count, leaseMs)
+  if count <= 0 then return end
+  addToken(counter, leaseMs)
+  counter.n = counter.n + count - 1
+  counter.added = counter.added + count - 1
 end
 
 -- Counts one more token granted now (counter.nowUs) with lease leaseMs; every token a run adds to one

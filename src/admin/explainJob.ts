@@ -3,6 +3,7 @@ import { KeyValue } from '../declarations/Key';
 import { decodeBucket, decodeSegment } from '../keys/keyEncoding';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';
+import { classBuckets } from '../keys/classMember';
 import { JobClassifier } from '../worker/jobClassifier';
 import { QueueConfig } from '../worker/queueConfig';
 import { BucketStats } from './types';
@@ -15,8 +16,8 @@ export interface JobExplanation {
   state: string;
   /** Held waiting on a bucket without room (its class waits on it), held and about to go, or not held. */
   held: 'waiting-on-bucket' | 'ready' | null;
-  /** Every bucket the job draws from under the queue's throttles, with what it counts now. */
-  buckets: (BucketStats & { holdsIt: boolean })[];
+  /** Every bucket the job draws from under the queue's throttles, with what it counts now and what the job costs there (1 unless its throttle declares a cost). */
+  buckets: (BucketStats & { holdsIt: boolean; cost: number })[];
   /** When the bucket(s) holding it have room again (ms, Redis clock); null when nothing holds it. */
   roomAt: number | null;
   /** One line a person can act on. */
@@ -52,13 +53,10 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
     client.hget(q.classState, member),
   ]);
   const held = inClass !== null && waitsOn !== null ? 'waiting-on-bucket' : inClass !== null || inReady !== null ? 'ready' : null;
-  const ids = member.slice(member.indexOf('/') + 1);
-  const buckets = await Promise.all((ids === '*' ? [] : ids.split('|')).map(async (id) => {
-    const eq = id.indexOf('=');
-    const throttle = decodeSegment(id.slice(0, eq));
-    const decoded = decodeBucket(id.slice(eq + 1));
-    const stats = await context.bucket(throttle, decoded.kind === 'keyed' ? decoded.values : null);
-    return { ...stats, holdsIt: held === 'waiting-on-bucket' && waitsOn === id };
+  const buckets = await Promise.all(classBuckets(member).map(async ({ id, encodedName, segment, cost }) => {
+    const decoded = decodeBucket(segment);
+    const stats = await context.bucket(decodeSegment(encodedName), decoded.kind === 'keyed' ? decoded.values : null);
+    return { ...stats, cost, holdsIt: held === 'waiting-on-bucket' && waitsOn === id };
   }));
   const state = held ? 'held' : await context.bullmqState();
   const holding = buckets.filter((b) => b.holdsIt);

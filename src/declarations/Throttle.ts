@@ -1,4 +1,5 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { CostSource, CostSpec } from './Cost';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
 import { Missing } from './Missing';
@@ -18,14 +19,15 @@ export class Throttle {
     readonly missing: Missing,
     readonly tokenRate?: Rate,
     readonly maxInFlight?: number,
+    readonly costSpec?: CostSpec,
   ) {
     Object.freeze(this);
   }
 
   /** This declaration with some of its parts replaced. */
-  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number }): Throttle {
+  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number; costSpec?: CostSpec }): Throttle {
     return new Throttle(this.name, parts.limits ?? this.limits, parts.keyParts ?? this.keyParts, parts.missing ?? this.missing,
-      parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight);
+      parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight, parts.costSpec ?? this.costSpec);
   }
 
   static named(name: string): Throttle {
@@ -71,6 +73,27 @@ export class Throttle {
       throw new InvalidThrottleError(`Throttle '${this.name}': concurrency() is declared twice; keep one (the lower one).`);
     }
     return this.with({ maxInFlight: checkConcurrency(this.name, n) });
+  }
+
+  /**
+   * Each job counts `source` (a positive whole number read once, when the job is classified) against every
+   * limit of this throttle, instead of 1. A job without a usable cost fails, unless `default` is given; one
+   * costing more than a limit's N (a rate's burst, a concurrency's n) could never go, and fails.
+   */
+  cost(source: CostSource, options: { default?: number } = {}): Throttle {
+    if (this.costSpec) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': cost() is declared twice; keep one cost per throttle.`);
+    }
+    if (!source || (source.kind !== 'data' && source.kind !== 'attribute')) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': cost(${JSON.stringify(source)}) takes Cost.data(path) or Cost.attribute(name).`);
+    }
+    const fallback = options?.default;
+    if (fallback !== undefined && (typeof fallback !== 'number' || !Number.isSafeInteger(fallback) || fallback < 1)) {
+      throw new InvalidThrottleError(
+        `Throttle '${this.name}': cost(…, { default: ${String(fallback)} }): the default must be a positive whole number, such as { default: 1000 }, or left out (a job without a cost then fails).`,
+      );
+    }
+    return this.with({ costSpec: Object.freeze({ source, ...(fallback !== undefined ? { default: fallback } : {}) }) });
   }
 
   /** Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately. */

@@ -1,3 +1,4 @@
+import { CostSpec } from './Cost';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
 import { Missing } from './Missing';
@@ -13,4 +14,6 @@ export interface ThrottleSpec {
   readonly tokenRate?: Rate;
   /** At most this many jobs of a bucket in flight, if declared (see Throttle.concurrency). */
   readonly maxInFlight?: number;
+  /** What a job counts instead of 1, if declared (see Throttle.cost). */
+  readonly costSpec?: CostSpec;
 }

@@ -1,5 +1,6 @@
 import { ThrottleConflictError } from '../errors/ThrottleConflictError';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { CostSpec, describeCost, sameCost } from './Cost';
 import { describeKey, KeyPart, sameKey } from './Key';
 import { Limit } from './Limit';
 import { Missing, strictestMissing } from './Missing';
@@ -17,6 +18,8 @@ export interface EffectiveThrottle {
   readonly tokenRate?: Rate;
   /** The lowest declared concurrency, if any declares one. */
   readonly maxInFlight?: number;
+  /** The cost every declaration gives (they must agree). */
+  readonly costSpec?: CostSpec;
   /**
    * The longest lease (ms) of a worker in leased delivery that declares this throttle: a rate's tokens are
    * granted that much short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged
@@ -29,8 +32,8 @@ export interface EffectiveThrottle {
 
 /**
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
- * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a different key is a
- * conflict.
+ * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a different key
+ * or cost is a conflict.
  */
 export function mergeDeclarations(declarations: readonly ThrottleSpec[]): EffectiveThrottle {
   if (declarations.length === 0) {
@@ -55,6 +58,11 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
         `Throttle '${first.name}' is declared with key ${describeKey(first.keyParts)} and with key ${describeKey(declaration.keyParts)}: one name identifies one set of buckets. Give one of them another name, or declare the same key everywhere.`,
       );
     }
+    if (!sameCost(declaration.costSpec, first.costSpec)) {
+      throw new ThrottleConflictError(
+        `Throttle '${first.name}' is declared with cost ${describeCost(first.costSpec)} and with cost ${describeCost(declaration.costSpec)}: one throttle counts one cost. Give one of them another name, or declare the same cost everywhere.`,
+      );
+    }
     missing = strictestMissing(missing, declaration.missing);
     rate = stricterRate(rate, declaration.tokenRate);
     if (declaration.maxInFlight !== undefined) maxInFlight = Math.min(maxInFlight ?? Infinity, declaration.maxInFlight);
@@ -73,6 +81,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     missing,
     ...(rate ? { tokenRate: rate } : {}),
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
+    ...(first.costSpec ? { costSpec: first.costSpec } : {}),
     rateLeaseMs: 0,
     declarations: declarations.length,
   });

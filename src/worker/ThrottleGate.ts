@@ -403,6 +403,20 @@ export class ThrottleGate implements Gate {
     this.dispatchDelay.ended(ms);
   }
 
+  /**
+   * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (held and
+   * delivered counting 1, jobCost). The processor does not run; the job fails without retries.
+   */
+  costFailure(job: Job): string | undefined {
+    const config = this.lifecycle.config;
+    if (!config || !config.throttles.some((t) => t.costSpec)) return undefined;
+    const raw = job as unknown as { opts: unknown; priority?: number; data: unknown; name: string; id?: string };
+    return this.classifier.place({
+      id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),
+      priority: String(raw.priority ?? 0), storedAttributes: null,
+    }, config).costError;
+  }
+
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string | undefined): Promise<void> {
     const counted = this.currentConfig?.throttles.some((t) => t.maxInFlight !== undefined);

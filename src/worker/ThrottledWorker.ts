@@ -1,4 +1,4 @@
-import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
+import { Job, Processor, UnrecoverableError, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
@@ -110,6 +110,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     const timed = typeof processor === 'function'
       ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
         gate.processorStarted(job.processedOn);
+        const costFailure = gate.costFailure(job as Job);
+        // bullmq fails an UnrecoverableError at once, whatever attempts are left.
+        if (costFailure) throw new UnrecoverableError(costFailure);
         const startedAt = performance.now();
         try {
           return await (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);

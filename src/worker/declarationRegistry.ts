@@ -78,5 +78,6 @@ export interface RegistrySnapshot {
 /** A declaration as it travels through the registry: plain data, no class. */
 export function declarationData(throttle: ThrottleSpec): ThrottleSpec {
   return { name: throttle.name, limits: throttle.limits, keyParts: throttle.keyParts, missing: throttle.missing, ...(throttle.tokenRate ? { tokenRate: throttle.tokenRate } : {}),
-    ...(throttle.maxInFlight !== undefined ? { maxInFlight: throttle.maxInFlight } : {}) };
+    ...(throttle.maxInFlight !== undefined ? { maxInFlight: throttle.maxInFlight } : {}),
+    ...(throttle.costSpec ? { costSpec: throttle.costSpec } : {}) };
 }

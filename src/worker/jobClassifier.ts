@@ -3,6 +3,8 @@ import { KeyPart, KeyValue } from '../declarations/Key';
 import { encodeSegment } from '../keys/keyEncoding';
 import { resolveBuckets } from '../grant/resolveBuckets';
 import { QueueConfig } from './queueConfig';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { jobCost } from './jobCost';
 
 /** What the attributes function sees of a job: enough to decide, nothing it could change. */
 export interface AttributeSource {
@@ -32,6 +34,8 @@ export interface Placement {
   readonly priority: number;
   readonly lifo: boolean;
   readonly attributes: string;
+  /** Why the job's cost cannot be counted in a throttle (jobCost), if so: it is held counting 1, and fails when delivered. */
+  readonly costError?: string;
 }
 
 const NO_VALUE = Symbol('no key value');
@@ -90,15 +94,27 @@ export class JobClassifier {
       const values = throttle.keyParts.map(valueOf);
       return { throttle, key: values.includes(NO_VALUE) ? null : (values as KeyValue[]) };
     });
+    let costError: string | undefined;
     const buckets = resolveBuckets(delivery)
-      .map(({ throttle, bucket }) => `${encodeSegment(throttle.name)}=${bucket}`)
+      .map(({ throttle, bucket }) => {
+        const id = `${encodeSegment(throttle.name)}=${bucket}`;
+        const cost = jobCost(throttle as EffectiveThrottle, data.ok ? data.value : undefined, attributes);
+        if ('error' in cost) {
+          costError ??= cost.error;
+          return id;
+        }
+        // A cost other than 1 travels in the class (lua/includes/schedulerKeys.lua parseClass): "<id>$<cost>".
+        return cost.cost === 1 ? id : `${id}$${cost.cost}`;
+      })
       .sort();
+    if (costError) this.logger.warn({ queue: this.queue, jobId: record.id, reason: costError }, 'job cost cannot be counted: it is held counting 1, and fails when delivered');
     return {
       id: record.id,
       member: `${config.gen}/${buckets.length > 0 ? buckets.join('|') : '*'}`,
       priority: Number(record.priority) || 0,
       lifo: optsObject.lifo === true,
       attributes: toStore,
+      ...(costError ? { costError } : {}),
     };
   }
 

@@ -1,5 +1,6 @@
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { Missing } from '../declarations/Missing';
+import { costCapacity } from '../declarations/Cost';
 import { encodeSegment } from '../keys/keyEncoding';
 import type { RegistryEntry } from './queueConfig';
 
@@ -14,7 +15,7 @@ function plainSegment(segment: string): boolean {
 /**
  * The spec by which the delivery script classifies a queue's new jobs itself (lua/includes/classifyInLua),
  * or '' when only jobClassifier can: a throttle keys on an attribute or on a path a Lua lookup would
- * resolve differently, or a live worker of the queue computes attributes (they are stored with each job
+ * resolve differently (or a cost comes from an attribute, or such a path), or a live worker of the queue computes attributes (they are stored with each job
  * as it is first seen, so it must see every job). `queueEntries` are the queue's own registry entries.
  * Throttles come in the order their bucket ids sort.
  */
@@ -22,7 +23,8 @@ export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntri
   // An entry that does not say (an older version's) may compute attributes.
   if (queueEntries.some((entry) => entry.attributes !== false)) return '';
   const usable = throttles.every((throttle) => (throttle.keyParts ?? []).every((part) =>
-    part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment))));
+    part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment)))
+    && (!throttle.costSpec || (throttle.costSpec.source.kind === 'data' && throttle.costSpec.source.path.split('.').every(plainSegment))));
   if (!usable) return '';
   // Bucket ids "<name>=<bucket>" sort as "<name>=" do: encoded names hold no '='.
   const ordered = throttles
@@ -35,5 +37,18 @@ export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntri
     n: encoded,
     ...(throttle.keyParts ? { k: throttle.keyParts.map((part) => (part.kind === 'data' ? ['data', ...part.path.split('.')] : ['name'])) } : {}),
     ...(throttle.missing === Missing.Unthrottled ? { u: true } : {}),
+    ...costSpecOf(throttle),
   })));
+}
+
+/** Where the script reads a job's cost, its default and its bound (as src/worker/jobCost.ts does). */
+function costSpecOf(throttle: EffectiveThrottle): { c?: string[]; cd?: number; cm?: number } {
+  const cost = throttle.costSpec;
+  if (!cost || cost.source.kind !== 'data') return {};
+  const capacity = costCapacity(throttle);
+  return {
+    c: ['data', ...cost.source.path.split('.')],
+    ...(cost.default !== undefined ? { cd: cost.default } : {}),
+    ...(Number.isFinite(capacity) ? { cm: capacity } : {}),
+  };
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { describeCost } from '../declarations/Cost';
 import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
@@ -31,7 +32,8 @@ export interface QueueConfig {
 }
 
 export function configGeneration(throttles: readonly EffectiveThrottle[]): string {
-  const shape = throttles.map((t) => [t.name, describeKey(t.keyParts), t.missing]);
+  // A job's class holds its cost: a different cost source classifies jobs again.
+  const shape = throttles.map((t) => (t.costSpec ? [t.name, describeKey(t.keyParts), t.missing, describeCost(t.costSpec)] : [t.name, describeKey(t.keyParts), t.missing]));
   return createHash('sha1').update(JSON.stringify(shape)).digest('hex').slice(0, 10);
 }
 
@@ -44,7 +46,9 @@ export function entriesDeclaring<E extends RegistryEntry>(entries: readonly E[],
 export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
   const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
-  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, [...new Set(declaring.filter((e) => e.delivery === 'leased').map((e) => e.queue))]);
+  const leasedQueues = [...new Set(declaring.filter((e) => e.delivery === 'leased').map((e) => e.queue))];
+  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, leasedQueues, 'concurrency()');
+  if (merged.costSpec) checkConcurrencyDelivery(name, leasedQueues, 'cost()');
   if (!merged.tokenRate) return merged;
   const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
   checkRateLease(name, merged.tokenRate, rateLeaseMs);

@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
 import { setPause } from '../admin/throttlePauses';
+import { classBuckets } from '../keys/classMember';
 import { encodeSegment } from '../keys/keyEncoding';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
@@ -17,11 +18,7 @@ export function bucketsToPause(job: Job, error: RetryAfterError, classifier: Job
     id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),
     priority: String(raw.priority ?? 0), storedAttributes: null,
   }, config);
-  const rest = placement.member.slice(placement.member.indexOf('/') + 1);
-  const buckets = rest === '*' ? [] : rest.split('|').map((id) => {
-    const eq = id.indexOf('=');
-    return { encoded: id.slice(0, eq), segment: id.slice(eq + 1) };
-  });
+  const buckets = classBuckets(placement.member).map((b) => ({ encoded: b.encodedName, segment: b.segment }));
   return config.throttles
     .filter((t) => error.throttle === undefined || t.name === error.throttle)
     .flatMap((t) => buckets.filter((b) => b.encoded === encodeSegment(t.name)).map((b) => ({ name: t.name, segment: b.segment })));

@@ -1,9 +1,9 @@
+import { classBuckets } from '../../keys/classMember';
 import { LeaseRequest } from './grantorCalls';
 
-/** A class's bucket ids, as its name spells them ("<gen>/<bucket id>|<bucket id>", or "<gen>/*"). */
+/** A class's bucket ids, as its name spells them (src/keys/classMember.ts). */
 export function bucketIdsOf(member: string): string[] {
-  const rest = member.slice(member.indexOf('/') + 1);
-  return rest === '*' ? [] : rest.split('|');
+  return classBuckets(member).map((b) => b.id);
 }
 
 /** How many lease round trips the tokens leased ahead should last at the rate the worker delivers. */
