@@ -53,7 +53,8 @@ local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
   addBucketTokens(counters, cost, exactRoomContext.leaseMs)
   local inFlight = counters.inFlight
-  if inFlight then
+  -- A job whose cost cannot be counted (0: it fails before its processor runs) holds no slot.
+  if inFlight and cost > 0 then
     addInFlight(inFlight, exactRoomContext.queueBase, jobId, cost)
     local listed = inFlightJobs[jobId]
     if not listed then

@@ -4,7 +4,7 @@
   A class is the set of buckets a job draws from, named "<gen>/<buckets>": <gen> is the queue's config
   generation, <buckets> is "*" (no bucket) or "<encoded throttle>=<bucket>" joined by "|", sorted, each
   followed by "$<cost>" where the job costs other than 1 (a throttle's cost(); encoded names and buckets
-  hold no '$'). A bucket id is one "<encoded throttle>=<bucket>", without the cost.
+  hold no '$'; "$0": a cost that cannot be counted, the worker fails the job when it is delivered). A bucket id is one "<encoded throttle>=<bucket>", without the cost.
 ]]
 -- A name as src/keys/keyEncoding.ts encodeSegment spells it (encodeURIComponent: UTF-8 bytes as %XX).
 local function encodeSegment(text)

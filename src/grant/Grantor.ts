@@ -6,7 +6,7 @@ import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { LuaScript } from '../lua/scripts';
 import { ScriptRunner } from '../lua/scripts';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { resolveBuckets } from './resolveBuckets';
+import { assertGrantable, resolveBuckets } from './resolveBuckets';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
@@ -116,6 +116,7 @@ export class Grantor {
     const deliveryArgs: number[] = [];
     const records: TokenRecord['throttles'][] = [];
     for (const delivery of deliveries) {
+      assertGrantable(delivery);
       const buckets = resolveBuckets(delivery);
       const indices: number[] = [];
       const record: TokenRecord['throttles'][number][] = [];

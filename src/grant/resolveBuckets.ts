@@ -39,11 +39,6 @@ function bucketOf(request: BucketRequest): string | undefined {
       `grant: ${JSON.stringify(throttle?.name ?? throttle)} is not a usable throttle; pass a Throttle with at least one limit, such as Throttle.named('stripe').limit(100, '1s').`,
     );
   }
-  if (throttle.maxInFlight !== undefined) {
-    throw new InvalidGrantError(
-      `grant: throttle '${throttle.name}' declares concurrency(${throttle.maxInFlight}), which counts jobs a ThrottledWorker runs; a Grantor grant has no end to count it to. Grant from a throttle without concurrency(), or deliver through ThrottledWorker.`,
-    );
-  }
   if (!throttle.keyParts) {
     if (key !== undefined && key !== null && key.length > 0) {
       throw new InvalidGrantError(`grant: throttle '${throttle.name}' has no key, but key ${JSON.stringify(key)} was given; leave key out.`);
@@ -77,4 +72,15 @@ export function resolveBuckets(delivery: Delivery): ResolvedBucket[] {
   }
   for (const { throttle, cost } of byId.values()) assertCanFit(throttle, cost);
   return [...byId.values()];
+}
+
+/** Grantor's own check: a concurrency counts jobs between delivery and their end, which a grant does not have. */
+export function assertGrantable(delivery: Delivery): void {
+  for (const { throttle } of Array.isArray(delivery) ? delivery : []) {
+    if (throttle?.maxInFlight !== undefined) {
+      throw new InvalidGrantError(
+        `grant: throttle '${throttle.name}' declares concurrency(${throttle.maxInFlight}), which counts jobs a ThrottledWorker runs; a Grantor grant has no end to count it to. Grant from a throttle without concurrency(), or deliver through ThrottledWorker.`,
+      );
+    }
+  }
 }

@@ -404,8 +404,8 @@ export class ThrottleGate implements Gate {
   }
 
   /**
-   * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (held and
-   * delivered counting 1, jobCost). The processor does not run; the job fails without retries.
+   * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (jobCost; it
+   * was delivered counting 0 there). The processor does not run; the job fails without retries.
    */
   costFailure(job: Job): string | undefined {
     const config = this.lifecycle.config;

@@ -34,7 +34,7 @@ export interface Placement {
   readonly priority: number;
   readonly lifo: boolean;
   readonly attributes: string;
-  /** Why the job's cost cannot be counted in a throttle (jobCost), if so: it is held counting 1, and fails when delivered. */
+  /** Why the job's cost cannot be counted in a throttle (jobCost), if so: it counts 0 there, and fails when delivered. */
   readonly costError?: string;
 }
 
@@ -100,14 +100,15 @@ export class JobClassifier {
         const id = `${encodeSegment(throttle.name)}=${bucket}`;
         const cost = jobCost(throttle as EffectiveThrottle, data.ok ? data.value : undefined, attributes);
         if ('error' in cost) {
+          // Counted 0: it takes no room from the throttle it cannot be counted in, and goes to fail at once.
           costError ??= cost.error;
-          return id;
+          return `${id}$0`;
         }
         // A cost other than 1 travels in the class (lua/includes/schedulerKeys.lua parseClass): "<id>$<cost>".
         return cost.cost === 1 ? id : `${id}$${cost.cost}`;
       })
       .sort();
-    if (costError) this.logger.warn({ queue: this.queue, jobId: record.id, reason: costError }, 'job cost cannot be counted: it is held counting 1, and fails when delivered');
+    if (costError) this.logger.warn({ queue: this.queue, jobId: record.id, reason: costError }, 'job cost cannot be counted: it fails when delivered, counting nothing in that throttle');
     return {
       id: record.id,
       member: `${config.gen}/${buckets.length > 0 ? buckets.join('|') : '*'}`,
