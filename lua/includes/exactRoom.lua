@@ -70,6 +70,16 @@ local function noteBlocked(member, order, bucket, atUs)
   noteFull(exactRoomContext.throttlePrefix, bucket, math.ceil(atUs / 1000))
 end
 
+-- A job from wait (or prioritized) whose earlier delivery still counts in flight ended without its release
+-- (its worker died, bullmq's stalled check put it back): that delivery stops counting before this one is
+-- looked at (the job may be in active just now, to be looked at, which would make it look in flight).
+local inFlightIndexExists
+local function freshJobTaken(jobId)
+  local indexKey = exactRoomContext.queueBase .. ':in-flight'
+  if inFlightIndexExists == nil then inFlightIndexExists = rcall('EXISTS', indexKey) == 1 end
+  if inFlightIndexExists then releaseJobInFlight(indexKey, exactRoomContext.queueBase, jobId, exactRoomContext.now, true) end
+end
+
 local function saveRoom()
   saveBucketCounters(exactRoomContext.queueBase)
   for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end

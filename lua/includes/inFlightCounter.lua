@@ -48,9 +48,14 @@ local function stillInFlight(entry)
   return rcall('LPOS', bullmqBaseOf(queueBase) .. 'active', jobId) ~= false
 end
 
+-- Counters loaded in this run, by key: a release updates what they hold.
+local loadedCounters = {}
+
 function loadInFlight(key, max, nowUs)
   local fields = rcall('HMGET', key, '#', '@')
-  return { key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {} }
+  local counter = { key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {} }
+  loadedCounters[key] = counter
+  return counter
 end
 
 -- Removes entries whose jobs have left active, at most once every CHECK_MS per bucket.
@@ -67,7 +72,7 @@ local function checkEntries(counter)
       counter.n = counter.n - tonumber(flat[i + 1])
     end
   end
-  rcall('HSET', counter.key, '#', intArg(counter.n))
+  counter.dirty = true
 end
 
 -- Room for more (cost units), once the entries were checked when it looks as if `need` (1 unless given) will not fit.
@@ -94,7 +99,9 @@ end
 
 -- Writes the counts; a full bucket names the queue whose classes are about to wait on it.
 function saveInFlight(counter, waitingQueueBase)
-  if counter.dirty then rcall('HSET', counter.key, '#', intArg(counter.n)) end
+  if counter.dirty then
+    if counter.n <= 0 then rcall('DEL', counter.key) else rcall('HSET', counter.key, '#', intArg(counter.n)) end
+  end
   if waitingQueueBase then
     rcall('SADD', counter.key .. ':q', waitingQueueBase)
     rcall('PEXPIRE', counter.key .. ':q', WAITING_TTL_MS)
@@ -102,12 +109,13 @@ function saveInFlight(counter, waitingQueueBase)
 end
 
 -- Takes one ended job out of every counter it is in, and wakes the queues waiting on those buckets. Does
--- nothing for a job that is still in flight (delivered again since) or was never counted.
-function releaseJobInFlight(indexKey, queueBase, jobId, nowUs)
+-- nothing for a job that is still in flight (delivered again since) or was never counted; `ended`: the
+-- caller knows its last delivery ended (it was just taken from wait), whatever its lists say now.
+function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
   local listed = rcall('HGET', indexKey, jobId)
   if not listed then return 0 end
   local entry = entryOf(queueBase, jobId)
-  if stillInFlight(entry) then return 0 end
+  if not ended and stillInFlight(entry) then return 0 end
   rcall('HDEL', indexKey, jobId)
   local counters = cjson.decode(listed)
   local released = 0
@@ -116,8 +124,15 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs)
     local cost = tonumber(rcall('HGET', key, entry))
     if cost then
       rcall('HDEL', key, entry)
-      if rcall('HINCRBY', key, '#', -cost) <= 0 then rcall('DEL', key) end
       released = released + 1
+      local loaded = loadedCounters[key]
+      if loaded then
+        -- Loaded in this run: its count in memory is the one saved (saveInFlight), with what was added since.
+        loaded.n = loaded.n - cost
+        loaded.dirty = true
+      elseif rcall('HINCRBY', key, '#', -cost) <= 0 then
+        rcall('DEL', key)
+      end
       for _, waitingBase in ipairs(rcall('SMEMBERS', key .. ':q')) do
         local wakeupsKey = waitingBase .. ':wakeups'
         if rcall('ZSCORE', wakeupsKey, bucketId) then

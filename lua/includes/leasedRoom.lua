@@ -199,6 +199,9 @@ function comingRoom.askedSoon(member)
   return rank ~= false and rank < LEASED_ROOM.SOON_RANK
 end
 
+-- Leased delivery counts no concurrency (a throttle with one is refused for leased queues).
+local function freshJobTaken(jobId) end
+
 local function noteBlocked(member, order, bucket, atUs)
   -- The grantor said when it has room (lease-room): the class is asked for when it wakes then.
   if atUs > leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US then return end

@@ -6,7 +6,7 @@
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
   stale), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
   fresh, jobId, cost), noteBlocked(member,
-  order, bucket, atUs) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
+  order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
@@ -55,6 +55,11 @@ for _, bucketId in ipairs(due) do
   local waiting = waitersKey(queueBase, bucketId)
   if room > 0 then
     local woken = rcall('ZPOPMIN', waiting, room)
+    if room < WAKE_BATCH_MAX and #woken > 0 and string.find(woken[#woken - 1], '$', 1, true) then
+      -- Classes with costs: one that needs more than the room waits again, and cheaper ones behind it may fit.
+      local more = rcall('ZPOPMIN', waiting, WAKE_BATCH_MAX - room)
+      for i = 1, #more do woken[#woken + 1] = more[i] end
+    end
     local released = 0
     for i = 1, #woken, 2 do
       rcall('ZADD', readyClassesKey, woken[i + 1], woken[i])
@@ -139,8 +144,9 @@ end
 local function wait(member, order, bucket, atUs)
   rcall('HSET', classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
-  -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us.
-  rcall('ZADD', wakeupsKey, intArg(atUs), bucket.id)
+  -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
+  -- time the bucket has stays: classes of other costs wait on it too, and a cheaper one may fit sooner.
+  rcall('ZADD', wakeupsKey, 'LT', intArg(atUs), bucket.id)
   rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
@@ -237,6 +243,8 @@ local function freshHead(comesFirst)
     freshEnded, deferred = true, true
     return nil
   end
+  -- A job in wait is no longer in flight: an earlier delivery of it that ended unreleased stops counting now.
+  freshJobTaken(jobId)
   fresh = { id = jobId, buckets = buckets, from = from, member = false }
   return fresh
 end
