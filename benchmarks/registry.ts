@@ -1,5 +1,6 @@
 import { bucketMemory } from './bucketMemory';
 import { clusterThroughput } from './clusterThroughput';
+import { deliveryByKind } from './deliveryByKind';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
@@ -16,6 +17,7 @@ export const benchmarks: readonly Benchmark[] = [
   grantThroughput,
   bucketMemory,
   workerThroughput,
+  deliveryByKind,
   limiterAccuracy,
   headOfLine,
   throttleStats,

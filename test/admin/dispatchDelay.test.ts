@@ -16,7 +16,10 @@ describe('dispatch delay (processor start minus processedOn)', () => {
     delay.clockSample(10_010, 14_011);
     for (let i = 0; i < 99; i++) delay.started(20_000, 24_001 + 2);
     delay.started(20_000, 24_001 + 40);
-    expect(delay.percentiles()).toEqual({ p50: 2, p99: 40, samples: 100 });
+    expect(delay.percentiles()).toEqual({ p50: 2, p99: 40, samples: 100, processingMs: null });
+    // Processors' run times: their mean, which turns a concurrency into a rate.
+    for (const ms of [10, 20, 30, 60]) delay.ended(ms);
+    expect(delay.percentiles()!.processingMs).toBe(30);
   });
 
   it('throttleStats reports it from the live workers, with the leaseMs that covers it', async () => {
@@ -33,6 +36,7 @@ describe('dispatch delay (processor start minus processedOn)', () => {
       expect(dispatchDelay!.p50Ms).toBeGreaterThanOrEqual(0);
       expect(dispatchDelay!.p99Ms).toBeGreaterThanOrEqual(dispatchDelay!.p50Ms);
       expect(dispatchDelay!.suggestedLeaseMs).toBe(Math.ceil(dispatchDelay!.p99Ms));
+      expect(dispatchDelay!.processingMs).toBeGreaterThanOrEqual(0);
       process.stderr.write(`dispatch delay on this machine: p50 ${dispatchDelay!.p50Ms} ms, p99 ${dispatchDelay!.p99Ms} ms\n`);
     } finally {
       await admin.close();
