@@ -2,6 +2,7 @@ import { DelayedError, Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { InvalidThrottleError, Key, Throttle, ThrottleAdmin } from '../../src';
 import { testRedisUrl } from '../support/testRedis';
+import { watchCommand } from '../../src/cli/commands/watch';
 import { newRedis } from '../support/redis';
 import { connectionFor, waitFor, WorkerTestBed } from '../support/bullmq';
 import { mostAtOnce } from '../support/inFlight';
@@ -138,6 +139,10 @@ describe('concurrency', () => {
       expect(stats.effective!.binding).toBe('concurrency 2');
       expect(stats.effective!.processingMs).toBeGreaterThanOrEqual(40);
       expect(stats.effective!.perSecond).toBeCloseTo(2000 / stats.effective!.processingMs!, 6);
+      // watch shows the busiest bucket against its concurrency, and what holds it.
+      const frame = await watchCommand(admin, 'fetch');
+      expect(frame).toMatch(/^fetch +concurrency 2 \(in flight\) per bucket +\[#{20}\] +2\/2 a\.example +\d+ \/ \d+ +3$/m);
+      expect(frame).toMatch(/busiest: a\.example 3 waiting, held by concurrency 2$/m);
       release();
       await waitFor(() => ran.filter((d) => d === 'a.example').length === 5, 10_000, 'the rest of a.example ran');
     } finally {

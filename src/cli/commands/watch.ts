@@ -1,9 +1,10 @@
 import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
-import { QueueStats, ThrottleStats } from '../../admin/types';
+import { BucketStats, QueueStats, ThrottleStats } from '../../admin/types';
+import { formatWindow } from '../../declarations/window';
 import { UnknownQueueError } from '../../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
-import { bar, fields, formatBucketKey, formatCount, formatDuration, formatLimit, table } from '../format';
+import { bar, fields, formatBucketKey, formatCount, formatDuration, formatLimit, formatLimits, table } from '../format';
 import { isConnectionError, RedisUnreachableError } from '../errors';
 import { LiveView, FrameSink } from '../liveView';
 import { parseWholeNumber } from '../options';
@@ -15,11 +16,19 @@ export const DEFAULT_INTERVAL_MS = 1000;
 export const WATCH_TOP = 5;
 const BAR_WIDTH = 20;
 
-/** What one refresh of `watch` reads: the queue, and each throttle in effect on it. */
+/** What one refresh of `watch` reads: the queue, each throttle in effect on it, and the buckets its rows show. */
 export interface WatchSnapshot {
   queue: QueueStats;
   throttles: ThrottleStats[];
+  /**
+   * Per throttle name: the buckets read one by one, for what a throttle's totals cannot say. A keyed throttle's
+   * limits hold per bucket, so its busiest buckets (most jobs waiting, at most WATCH_BUCKETS) are shown against
+   * them; a rate or a concurrency has no window total at all, so an unkeyed one's bucket is read too.
+   */
+  buckets: Record<string, BucketStats[]>;
 }
+
+export const WATCH_BUCKETS = 3;
 
 export async function watchSnapshot(admin: ThrottleAdmin, queue: string, options: { top?: number } = {}): Promise<WatchSnapshot> {
   const stats = await admin.queueStats(queue);
@@ -32,7 +41,16 @@ export async function watchSnapshot(admin: ThrottleAdmin, queue: string, options
       throw error;
     }
   }));
-  return { queue: stats, throttles: throttles.filter((t): t is ThrottleStats => t !== undefined) };
+  const live = throttles.filter((t): t is ThrottleStats => t !== undefined);
+  const buckets: Record<string, BucketStats[]> = {};
+  await Promise.all(live.map(async (t) => {
+    const keys = t.key ? t.topBuckets.slice(0, WATCH_BUCKETS).map((b) => b.key) : (t.rate || t.concurrency !== null ? [null] : []);
+    buckets[t.name] = (await Promise.all(keys.map((key) => admin.throttleBucket(t.name, key).catch((error: unknown) => {
+      if (error instanceof UnknownThrottleError) return undefined;
+      throw error;
+    })))).filter((b): b is BucketStats => b !== undefined);
+  }));
+  return { queue: stats, throttles: live, buckets };
 }
 
 export interface WatchFormatOptions {
@@ -48,29 +66,56 @@ function clock(ms: number): string {
   return new Date(ms).toTimeString().slice(0, 8);
 }
 
-/** The throttles' rows: per limit a bar of the last window's deliveries against the limit, then the top waiting buckets. */
-export function formatThrottleRows(throttles: readonly ThrottleStats[]): string[] {
+/** How full one bucket is under each of its limits. */
+function bucketFill(b: BucketStats): { kind: 'window' | 'rate' | 'concurrency'; label: string; counted: number; max: number }[] {
+  return [
+    ...b.limits.map((l) => ({ kind: 'window' as const, label: formatLimit(l), counted: l.counted, max: l.max })),
+    ...(b.rate ? [{ kind: 'rate' as const, label: `rate ${b.rate.n} per ${formatWindow(b.rate.perMs)}, burst ${b.rate.burst}`, counted: b.rate.burst - b.rate.room, max: b.rate.burst }] : []),
+    ...(b.inFlight ? [{ kind: 'concurrency' as const, label: `concurrency ${b.inFlight.max} (in flight)`, counted: b.inFlight.counted, max: b.inFlight.max }] : []),
+  ];
+}
+
+/**
+ * The throttles' rows. An unkeyed throttle: per limit a bar of the last window's deliveries against it (a rate
+ * or a concurrency: what its bucket holds now). A keyed one: its limits hold per bucket, so each bar is the
+ * busiest bucket's count against the limit, with the bucket named, and the line under it says which limit binds
+ * each of the busiest buckets; deliveries over all buckets are events, not a fill.
+ */
+export function formatThrottleRows(throttles: readonly ThrottleStats[], buckets: Record<string, readonly BucketStats[]> = {}): string[] {
   if (throttles.length === 0) return ['no throttle in effect (no live ThrottledWorker declares one)'];
-  const rows: string[][] = [['throttle', 'limit', 'last window', '', 'at limit / active', 'waiting']];
-  const topAfterRow = new Map<number, string>();
+  const rows: string[][] = [['throttle', 'limit', 'counted', '', 'at limit / active', 'waiting']];
+  const afterRow = new Map<number, string>();
   for (const t of throttles) {
-    t.lastWindow.forEach((w, i) => {
-      rows.push([
-        i === 0 ? t.name : '',
-        `${formatLimit(w)}${t.key ? ' per bucket' : ''}`,
-        bar(w.delivered, w.max, BAR_WIDTH),
-        `${formatCount(w.delivered)}/${formatCount(w.max)}`,
-        i === 0 ? `${formatCount(t.bucketsAtLimit)} / ${formatCount(t.activeBuckets)}` : '',
-        i === 0 ? formatCount(t.waiting) : '',
-      ]);
-    });
-    if (t.topBuckets.length > 0) {
-      topAfterRow.set(rows.length - 1, `top waiting: ${t.topBuckets.map((b) => `${formatBucketKey(b.key)} ${formatCount(b.waiting)}`).join(' · ')}`);
+    const read = buckets[t.name] ?? [];
+    const first = rows.length;
+    const push = (limit: string, cells: [string, string]) => rows.push([
+      rows.length === first ? t.name : '', limit, ...cells,
+      rows.length === first ? `${formatCount(t.bucketsAtLimit)} / ${formatCount(t.activeBuckets)}` : '',
+      rows.length === first ? formatCount(t.waiting) : '',
+    ]);
+    if (t.key) {
+      const busiest = read[0];
+      for (const { label, counted, max } of busiest ? bucketFill(busiest) : []) {
+        push(`${label} per bucket`, [bar(counted, max, BAR_WIDTH), `${formatCount(counted)}/${formatCount(max)} ${formatBucketKey(busiest.key)}`]);
+      }
+      if (!busiest) {
+        const events = t.lastWindow.map((w) => `${formatCount(w.delivered)} in the last ${formatWindow(w.windowMs)}`).join(', ');
+        push([formatLimits(t.limits, t.rate, t.concurrency), 'per bucket'].join(' '), ['no bucket waiting', events ? `deliveries over all buckets: ${events}` : '']);
+      }
+      const binding = read.map((b) => `${formatBucketKey(b.key)} ${formatCount(b.waiting)} waiting${b.bindingNow ? `, held by ${b.bindingNow}` : ''}`);
+      if (binding.length > 0) afterRow.set(rows.length - 1, `busiest: ${binding.join(' · ')}`);
+    } else {
+      t.lastWindow.forEach((w) => push(formatLimit(w), [bar(w.delivered, w.max, BAR_WIDTH), `${formatCount(w.delivered)}/${formatCount(w.max)}`]));
+      const bucket = read[0];
+      // Its windows are the totals above; a rate or a concurrency is what the one bucket holds now.
+      for (const { label, counted, max } of bucket ? bucketFill(bucket).filter((f) => f.kind !== 'window') : []) {
+        push(label, [bar(counted, max, BAR_WIDTH), `${formatCount(counted)}/${formatCount(max)}`]);
+      }
     }
   }
-  const lines = table(rows, { align: ['left', 'left', 'left', 'right', 'right', 'right'] });
+  const lines = table(rows, { align: ['left', 'left', 'left', 'left', 'right', 'right'] });
   const indent = ' '.repeat(Math.max(...rows.map((r) => r[0].length)) + 2);
-  return lines.flatMap((line, i) => (topAfterRow.has(i) ? [line, `${indent}${topAfterRow.get(i)}`] : [line]));
+  return lines.flatMap((line, i) => (afterRow.has(i) ? [line, `${indent}${afterRow.get(i)}`] : [line]));
 }
 
 /** One frame of the human view. */
@@ -86,7 +131,7 @@ export function formatWatch(snapshot: WatchSnapshot, options: WatchFormatOptions
       ['workers', formatWorkers(q)],
     ]),
     '',
-    ...formatThrottleRows(snapshot.throttles),
+    ...formatThrottleRows(snapshot.throttles, snapshot.buckets),
   ].join('\n');
 }
 
