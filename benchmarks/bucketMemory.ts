@@ -8,6 +8,7 @@ import { fillBurst, fillSpreadRealTime, fillSpreadShifted } from './support/fill
 import { deleteKeysUnder, keysUnder } from './support/keys';
 import { footprint, usedMemory } from './support/memory';
 import { constructWorstCaseCounter, slotGeometryUs } from './support/worstCaseCounter';
+import { concurrencyBucketBytes } from './support/concurrencyMemory';
 import type { Benchmark, BenchmarkContext, Row } from './types';
 
 const KB = 1024;
@@ -141,6 +142,13 @@ export const bucketMemory: Benchmark = {
       } finally {
         await shortNames.close();
       }
+      const slots = await concurrencyBucketBytes(context, 2_000);
+      context.log(`  concurrency: ${slots.counter} B counter + ${slots.indexField} B index field per bucket with a job in flight`);
+      rows.push({
+        limit: 'concurrency 3, keyed', fill: `1 job in flight in each of ${slots.counted.toLocaleString('en-US')} buckets`,
+        buckets: slots.counted, tokensPerBucket: 1, fieldsPerBucket: 2, encoding: slots.encoding, memoryUsage: slots.counter + slots.indexField,
+        usedMemoryDelta: null, target: null, result: 'no target; an idle bucket holds no key',
+      });
     } finally {
       await production.close();
       await shifted.close();
@@ -167,6 +175,8 @@ export const bucketMemory: Benchmark = {
         'The 3 s row spreads 100,000 over up to 100 slots in real time (late timers merge some), as an hour of traffic would over 1 h.',
         'The shifted-clock row uses the test build of the scripts (test/support/testClock.ts): grants spread over the hour.',
         'Constructed worst case: the hash written directly with HSET, with the most release indices the script can leave.',
+        'Concurrency: MEMORY USAGE of one bucket\'s counter HASH (# and the job\'s entry) plus the job\'s share of the queue\'s in-flight index;',
+        '  the bench\'s long prefix is in every key and entry. A bucket with no job in flight holds no key.',
       ],
     };
   },
