@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Cost, Key, Throttle, ThrottleAdmin } from '../../src';
@@ -104,4 +106,25 @@ describe('costs', () => {
     await waitFor(() => seen.length === 12, 15_000, 'every document rendered');
     expect(mostCostInAnyWindow(seen, 1000)).toBeLessThanOrEqual(20);
   });
+
+  it('three worker processes on two queues share a tokens-per-second limit: never more than N tokens in any second, and it is used', async () => {
+    const run = (queue: string) => new Promise<{ at: number; cost: number }[]>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'costWorkerProcess.ts')], {
+        env: { ...process.env, COST_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue, runMs: 5_000, tokens: 2_000, requests: 40 }) },
+        maxBuffer: 16 << 20,
+      }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
+    });
+    const jobs = (count: number) => Array.from({ length: count }, (_, i) => ({ name: 'prompt', data: { tokens: [50, 400, 120, 10, 300, 250][i % 6] } }));
+    await bed.queue('prompts-a').addBulk(jobs(300));
+    await bed.queue('prompts-b').addBulk(jobs(300));
+    const all = (await Promise.all([run('prompts-a'), run('prompts-a'), run('prompts-b')])).flat();
+    expect(mostCostInAnyWindow(all, 1000)).toBeLessThanOrEqual(2_000);
+    expect(mostCostInAnyWindow(all.map((d) => ({ at: d.at, cost: 1 })), 1000)).toBeLessThanOrEqual(40);
+    // Past the first second, the tokens per second delivered, against the 2,000 allowed.
+    const times = all.map((d) => d.at).sort((a, b) => a - b);
+    const spanMs = times[times.length - 1] - times[0];
+    const tokens = all.reduce((sum, d) => sum + d.cost, 0);
+    process.stderr.write(`costs, 3 processes: ${all.length} deliveries, ${tokens} tokens in ${spanMs} ms (${Math.round((tokens * 1000) / spanMs)} tokens/s of 2,000)\n`);
+    expect(tokens / ((spanMs + 1000) / 1000)).toBeGreaterThan(1_500);
+  }, 60_000);
 });
