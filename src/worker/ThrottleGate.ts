@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Job } from 'bullmq';
-import { RetryAfterError } from '../errors/RetryAfterError';
-import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 import type { Logger } from 'pino';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
@@ -33,8 +30,7 @@ import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
-import { DispatchDelay } from './dispatchDelay';
-import { InFlightRelease } from './inFlightRelease';
+import { ProcessedJobs } from './processedJobs';
 
 export interface GateOptions {
   queue: string;
@@ -98,14 +94,18 @@ export class ThrottleGate implements Gate {
   private readonly holdNotice: RecoveryHoldNotice;
   private readonly classifier: JobClassifier;
   private readonly pauseNotice: PauseNotice;
-  private readonly dispatchDelay = new DispatchDelay();
-  private readonly inFlight: InFlightRelease;
+  /** What becomes of the jobs this worker runs: their processors' timing, costs, ends and Retry-After pauses. */
+  readonly jobs: ProcessedJobs;
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
-    this.inFlight = new InFlightRelease(() => this.runner, this.queueKeys, options.logger);
+    this.jobs = new ProcessedJobs({
+      queue: options.queue, logger: options.logger, keys: this.keys, queueKeys: this.queueKeys, workerId: this.workerId,
+      declarationTtlMs: options.declarationTtlMs, config: () => this.lifecycle.config, classifier: () => this.classifier,
+      runner: () => this.runner, namespaceRunner: () => this.namespaceRunner, workerClient: () => this.workerClient,
+    });
     this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
     this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
     this.pauseNotice = new PauseNotice(options.logger, options.queue);
@@ -288,7 +288,7 @@ export class ThrottleGate implements Gate {
       await this.namespaceCheck.check(this.namespaceRunner!);
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
-      await this.publishDispatchDelay();
+      await this.jobs.publishDispatchDelay();
       this.failures.recovered('throttle heartbeat');
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
@@ -314,7 +314,7 @@ export class ThrottleGate implements Gate {
     flushCompletions: () => this.completer?.flush(),
     take: (tokens, name) => this.takeNext(tokens, name),
     answered: (reply) => {
-      this.dispatchDelay.clockSample(reply.nowMs);
+      this.jobs.dispatchDelay.clockSample(reply.nowMs);
       if (reply.stale > 0) this.reclaimInBackground();
       if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
       // Another worker published a new generation (a throttle came or went): catch up and reclassify.
@@ -391,63 +391,6 @@ export class ThrottleGate implements Gate {
     if (this.closed || !this.backend) return;
     const client = (await this.backend.client) as unknown as RedisClient;
     await client.zadd(this.backend.keys.marker, 0, '0');
-  }
-
-  /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
-  processorStarted(processedOn: number | undefined): void {
-    this.dispatchDelay.started(processedOn);
-  }
-
-  /** A processor returned or threw after running `ms`. */
-  processorEnded(ms: number): void {
-    this.dispatchDelay.ended(ms);
-  }
-
-  /**
-   * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (jobCost; it
-   * was delivered counting 0 there). The processor does not run; the job fails without retries.
-   */
-  costFailure(job: Job): string | undefined {
-    const config = this.lifecycle.config;
-    if (!config || !config.throttles.some((t) => t.costSpec)) return undefined;
-    const raw = job as unknown as { opts: unknown; priority?: number; data: unknown; name: string; id?: string };
-    return this.classifier.place({
-      id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),
-      priority: String(raw.priority ?? 0), storedAttributes: null,
-    }, config).costError;
-  }
-
-  /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
-  jobEnded(jobId: string | undefined): Promise<void> {
-    const counted = this.currentConfig?.throttles.some((t) => t.maxInFlight !== undefined);
-    if (!counted || jobId === undefined) return Promise.resolve();
-    return this.inFlight.jobEnded(jobId);
-  }
-
-  /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */
-  private async publishDispatchDelay(): Promise<void> {
-    const delay = this.dispatchDelay.percentiles();
-    if (!delay || !this.workerClient) return;
-    const key = this.queueKeys.dispatchDelays;
-    await this.workerClient.hset(key, this.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()} ${delay.processingMs === null ? '-' : delay.processingMs.toFixed(1)}`);
-    await this.workerClient.pexpire(key, this.options.declarationTtlMs * 3);
-  }
-
-  /**
-   * A processor threw RetryAfterError: every bucket the job draws from (or the named throttle's) pauses for the
-   * error's time, for every worker (lua/pauseThrottle-2.lua). The job itself goes back through bullmq's
-   * RateLimitError path (ThrottledWorker.handleFailed), and is held again in its paused bucket.
-   */
-  async retryAfter(job: Job, error: RetryAfterError): Promise<void> {
-    const config = this.lifecycle.config;
-    if (!config || !this.namespaceRunner) return;
-    const buckets = bucketsToPause(job, error, this.classifier, config);
-    if (buckets.length === 0) {
-      this.options.logger.warn({ queue: this.options.queue, jobId: job.id, throttle: error.throttle }, 'RetryAfterError names no bucket of this job: nothing paused, the job goes back to wait');
-      return;
-    }
-    await pauseBuckets(this.namespaceRunner, this.keys, buckets, error.retryAfterMs);
-    this.options.logger.info({ queue: this.options.queue, jobId: job.id, buckets, forMs: error.retryAfterMs }, 'buckets paused by RetryAfterError');
   }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */

@@ -109,15 +109,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
     const timed = typeof processor === 'function'
       ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
-        gate.processorStarted(job.processedOn);
-        const costFailure = gate.costFailure(job as Job);
+        gate.jobs.started(job.processedOn);
+        const costFailure = gate.jobs.costFailure(job as Job);
         // bullmq fails an UnrecoverableError at once, whatever attempts are left.
         if (costFailure) throw new UnrecoverableError(costFailure);
         const startedAt = performance.now();
         try {
           return await (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
         } finally {
-          gate.processorEnded(performance.now() - startedAt);
+          gate.jobs.ended(performance.now() - startedAt);
         }
       }) as Processor<DataType, ResultType, NameType>
       : processor;
@@ -161,7 +161,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       next = await (super.handleCompleted as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, result, job, token, ...rest);
     } finally {
       // Whatever became of the completion: a job still active keeps its count (releaseInFlight checks).
-      void this.gate.jobEnded(job.id);
+      void this.gate.jobs.jobEnded(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }
@@ -175,7 +175,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     if (err instanceof CompletionInDoubtError) return undefined as unknown as Job<DataType, ResultType, NameType>;
     if (err instanceof RetryAfterError) {
       // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again.
-      await this.gate.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
+      await this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
       // bullmq's own path for a job its processor rate-limited: back to wait, no attempt counted.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
     }
@@ -184,7 +184,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     try {
       next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     } finally {
-      void this.gate.jobEnded(job.id);
+      void this.gate.jobs.jobEnded(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }

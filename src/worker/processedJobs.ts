@@ -1,0 +1,100 @@
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { RetryAfterError } from '../errors/RetryAfterError';
+import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+import { DispatchDelay } from './dispatchDelay';
+import { InFlightRelease } from './inFlightRelease';
+import { JobClassifier } from './jobClassifier';
+import { QueueConfig } from './queueConfig';
+import { bucketsToPause, pauseBuckets } from './retryAfterPause';
+
+/** What ProcessedJobs needs of its ThrottleGate; the getters answer what the gate holds at the time of the call. */
+export interface ProcessedJobsContext {
+  readonly queue: string;
+  readonly logger: Logger;
+  readonly keys: ThrottleKeys;
+  readonly queueKeys: QueueThrottleKeys;
+  readonly workerId: string;
+  readonly declarationTtlMs: number;
+  config(): QueueConfig | undefined;
+  classifier(): JobClassifier;
+  runner(): ScriptRunner | undefined;
+  namespaceRunner(): ScriptRunner | undefined;
+  workerClient(): RedisClient | undefined;
+}
+
+/**
+ * What becomes of the jobs a ThrottledWorker runs, from the moment its processor is called: their dispatch delay
+ * and run time (throttleStats), a cost that cannot be counted (the job fails instead of running), the end that
+ * gives back a concurrency slot, and the pause a RetryAfterError asks for.
+ */
+export class ProcessedJobs {
+  readonly dispatchDelay = new DispatchDelay();
+  private readonly inFlight: InFlightRelease;
+
+  constructor(private readonly context: ProcessedJobsContext) {
+    this.inFlight = new InFlightRelease(() => context.runner(), context.queueKeys, context.logger);
+  }
+
+  /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
+  started(processedOn: number | undefined): void {
+    this.dispatchDelay.started(processedOn);
+  }
+
+  /** A processor returned or threw after running `ms`. */
+  ended(ms: number): void {
+    this.dispatchDelay.ended(ms);
+  }
+
+  /**
+   * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (jobCost; it
+   * was delivered counting 0 there). The processor does not run; the job fails without retries.
+   */
+  costFailure(job: Job): string | undefined {
+    const config = this.context.config();
+    if (!config || !config.throttles.some((t) => t.costSpec)) return undefined;
+    const raw = job as unknown as { opts: unknown; priority?: number; data: unknown; name: string; id?: string };
+    return this.context.classifier().place({
+      id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),
+      priority: String(raw.priority ?? 0), storedAttributes: null,
+    }, config).costError;
+  }
+
+  /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
+  jobEnded(jobId: string | undefined): Promise<void> {
+    const counted = this.context.config()?.throttles.some((t) => t.maxInFlight !== undefined);
+    if (!counted || jobId === undefined) return Promise.resolve();
+    return this.inFlight.jobEnded(jobId);
+  }
+
+  /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */
+  async publishDispatchDelay(): Promise<void> {
+    const delay = this.dispatchDelay.percentiles();
+    const client = this.context.workerClient();
+    if (!delay || !client) return;
+    const key = this.context.queueKeys.dispatchDelays;
+    await client.hset(key, this.context.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()} ${delay.processingMs === null ? '-' : delay.processingMs.toFixed(1)}`);
+    await client.pexpire(key, this.context.declarationTtlMs * 3);
+  }
+
+  /**
+   * A processor threw RetryAfterError: every bucket the job draws from (or the named throttle's) pauses for the
+   * error's time, for every worker (lua/pauseThrottle-2.lua). The job itself goes back through bullmq's
+   * RateLimitError path (ThrottledWorker.handleFailed), and is held again in its paused bucket.
+   */
+  async retryAfter(job: Job, error: RetryAfterError): Promise<void> {
+    const config = this.context.config();
+    const runner = this.context.namespaceRunner();
+    if (!config || !runner) return;
+    const { logger, queue } = this.context;
+    const buckets = bucketsToPause(job, error, this.context.classifier(), config);
+    if (buckets.length === 0) {
+      logger.warn({ queue, jobId: job.id, throttle: error.throttle }, 'RetryAfterError names no bucket of this job: nothing paused, the job goes back to wait');
+      return;
+    }
+    await pauseBuckets(runner, this.context.keys, buckets, error.retryAfterMs);
+    logger.info({ queue, jobId: job.id, buckets, forMs: error.retryAfterMs }, 'buckets paused by RetryAfterError');
+  }
+}
