@@ -260,6 +260,8 @@ export class ThrottleGate implements Gate {
         const failure = await this.failures.atStart(error);
         if (failure) {
           await this.lifecycle.abandon();
+          // close() finds the gate closed and does nothing more: the grantor option's connection closes here.
+          if (this.grantorConnection) await closeClient(this.grantorConnection).catch(() => undefined);
           this.closed = true;
           this.failedStart = failure;
           return this.rejectReady(failure);
@@ -416,12 +418,14 @@ export class ThrottleGate implements Gate {
     this.requests.stop();
     await this.placer.settled();
     await this.refreshing;
-    if (!this.lifecycle.opened || !this.backend) return async () => undefined;
+    // Nothing to withdraw (the start failed, or never got that far): the grantor option's connection still closes.
+    const closeGrantor = async () => { if (this.grantorConnection) await closeClient(this.grantorConnection); };
+    if (!this.lifecycle.opened || !this.backend) return closeGrantor;
     let spare: RedisClient;
     try {
       spare = ((await this.backend.client) as unknown as { duplicate(): RedisClient }).duplicate();
     } catch {
-      return async () => undefined;
+      return closeGrantor;
     }
     return () => this.withdraw(spare);
   }
