@@ -33,7 +33,8 @@ describe('concurrency', () => {
     bed.worker('pages-b', processor, { concurrency: 8, throttles: [perDomain] });
     const domains = ['a.example', 'b.example', 'c.example', 'd.example'];
     for (const queue of queues) await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'page', data: { domain: domains[i % domains.length] } })));
-    await waitFor(() => ended.length === 240, 60_000, 'every job processed');
+    // A processor's end comes before bullmq writes the completion: wait for the completions themselves.
+    await waitFor(async () => ended.length === 240 && (await Promise.all(queues.map((q) => q.getCompletedCount()))).every((n) => n === 120), 60_000, 'every job completed');
     const jobs = (await Promise.all(queues.map((q) => q.getJobs(['completed'], 0, -1)))).flat();
     expect(jobs).toHaveLength(240);
     for (const domain of domains) {
