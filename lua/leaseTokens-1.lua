@@ -1,8 +1,9 @@
 --[[
   The grantor of a throttle namespace: leases tokens for deliveries that queues in other slots (or on
-  other Redis servers) will spend (takeLeasedJobs-19.lua). Each delivery names every bucket it draws from;
-  tokens for it are granted together or not at all: n tokens are granted only when every limit of every
-  one of its buckets has room for n, and are then counted in all of them at once. Each token counts
+  other Redis servers) will spend (takeLeasedJobs-19.lua). Each delivery names every bucket it draws from,
+  with its cost there (a throttle's cost(); 1 by default); its tokens are granted together or not at all: n
+  deliveries are granted only when every limit of every one of its buckets has room for n times the cost
+  there, and are then counted in all of them at once (n * cost tokens in each). Each token counts
   against W + h (h: the lease of the asking worker), which absorbs that it may be spent up to h after this
   grant (rule 2: at most N granted in any window of W + h, so at most N spent in any window of W).
   Deliveries are decided in order, each seeing the tokens granted before it. The throttles' effective
@@ -16,8 +17,8 @@
     KEYS[1]  the namespace's registry version key (any key of the namespace: it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] h, the lease (ms)
     ARGV[3]  the asking queue's id (prefix:queue)   ARGV[4] '1' when Redis keeps acknowledged writes (durableRedis)
-    ARGV[5]  D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c bucket ids
-             ("<encoded throttle>=<bucket>")
+    ARGV[5]  D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c buckets
+             as a class names them ("<encoded throttle>=<bucket>", followed by "$<cost>" for a cost other than 1)
   A refill takes at most half the room its buckets have left: a token leased ahead and not spent uses up
   allowance until it leaves the window, so the last of a bucket's room goes only to jobs that wait for it.
     (test builds read one more trailing ARGV, a clock offset in ms)
@@ -25,7 +26,7 @@
   Output:
     { nowUs, status, then per delivery: granted, roomInMs, lacking }: status 0 (decided), 1 (report what the queue
     delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other queues have not reported
-    yet; nothing granted, roomInMs says when to ask again); granted tokens (0..n); roomInMs, when fewer than n were
+    yet; nothing granted, roomInMs says when to ask again); granted deliveries (0..n); roomInMs, when fewer than n were
     granted, how long from now until one more would fit (at least 1), 0 when all were, -1 when a throttle
     of the delivery has no published limits (no live worker declares it: nothing is granted); lacking:
     the bucket id whose room comes last ('' when all were granted).
@@ -62,15 +63,16 @@ local at = 6
 for d = 1, deliveries do
   local wanted, refill, c = tonumber(ARGV[at]), ARGV[at + 1] == '1', tonumber(ARGV[at + 2])
   at = at + 1
-  local sources, ids, stale = {}, {}, false
+  local sources, ids, costs, stale = {}, {}, {}, false
   for j = 1, c do
-    local bucket = parseBucketId(ARGV[at + 1 + j])
+    local bucket = parseBucketPart(ARGV[at + 1 + j])
     local counters = bucketCounters(throttlePrefix, bucket, now)
     if counters == nil then
       stale = true
-    else
+    elseif bucket.cost > 0 then
+      -- (A cost of 0, a job that fails as it is delivered, takes nothing there.)
       sources[#sources + 1] = counters
-      ids[#sources] = bucket.id
+      ids[#sources], costs[#sources] = bucket.id, bucket.cost
     end
     touched[bucket.name] = true
   end
@@ -81,18 +83,18 @@ for d = 1, deliveries do
     reply[#reply + 1] = ''
   else
     local granted = wanted
-    for _, counters in ipairs(sources) do
+    for i, counters in ipairs(sources) do
       local room = bucketRoom(counters)
       if refill then room = math.floor(room / 2) end
-      granted = math.min(granted, room)
+      granted = math.min(granted, math.floor(room / costs[i]))
     end
     if granted < 0 then granted = 0 end
-    for _, counters in ipairs(sources) do addBucketTokens(counters, granted, leaseMs) end
+    for i, counters in ipairs(sources) do addBucketTokens(counters, granted * costs[i], leaseMs) end
     local roomInMs, lacking = 0, ''
     if granted < wanted then
       local roomAt = now
       for i, counters in ipairs(sources) do
-        local when = bucketRoomAtUs(counters)
+        local when = bucketRoomAtUs(counters, costs[i])
         if when > roomAt then roomAt, lacking = when, ids[i] end
       end
       roomInMs = math.max(1, math.ceil((roomAt - now) / 1000))

@@ -7,8 +7,10 @@
 
   Before delivering, the call puts in the pools the tokens the grantor granted since the last call, each
   expiring h after the reply that preceded its request, on this node's clock: a deposit that comes after that,
-  or whose request followed a reply of another node (its clock is another's), is refused whole, and one for a class with fewer held jobs than tokens (delivered meanwhile, removed,
-  reclassified) keeps only one token per job. Tokens not kept are answered for return to the grantor (none
+  or whose request followed a reply of another node (its clock is another's), is refused whole, and one for a
+  class with fewer held jobs than deliveries granted (delivered meanwhile, removed, reclassified) keeps only
+  one delivery per job. A delivery is a job's cost in tokens in each bucket (one token unless the class names
+  a cost there, "$<cost>"). Tokens not kept are answered for return to the grantor (none
   was ever spendable). A deposit wakes its own class: a class waits on one bucket, which others share, so a
   wake of that bucket might reach other classes first and leave this one waiting until its tokens expired.
   A class refused by the grantor, or granted fewer tokens than asked, waits (once those are spent) until the
@@ -20,7 +22,7 @@
     ARGV[17+K]  a pool a call spends from and leaves with fewer tokens than this (or than it spent) asks
                 for a refill (the worker sizes it to what it spends while a lease is in flight)
     ARGV[18+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
-                followed), grantUs (the grantor's clock), nonce, granted count, roomInMs (when the grantor
+                followed), grantUs (the grantor's clock), nonce, deliveries granted, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
                 the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
                 flowing class: kept even beyond its held jobs)
@@ -75,17 +77,22 @@ do
       keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
     end
     if count > 0 and (expiresUs <= depositNow or not sameNode) then
-      for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count) end
+      for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count * bucket.cost) end
     end
     for _, bucket in ipairs(buckets) do
       local pool = poolKey(queueBase, bucket.id)
-      if keep > 0 then
-        local tokens = {}
-        for k = 1, keep do
-          tokens[#tokens + 1] = intArg(expiresUs)
+      if keep > 0 and bucket.cost > 0 then
+        -- A token is one unit of cost: a class of costly jobs deposits many, added in batches because Lua's
+        -- unpack() takes at most a few thousand values.
+        local tokens, units, expiry = {}, keep * bucket.cost, intArg(expiresUs)
+        for k = 1, units do
+          tokens[#tokens + 1] = expiry
           tokens[#tokens + 1] = grantUs .. ':' .. leaseMs .. ':' .. nonce .. ':' .. k
+          if #tokens >= 2000 or k == units then
+            rcall('ZADD', pool, unpack(tokens))
+            tokens = {}
+          end
         end
-        rcall('ZADD', pool, unpack(tokens))
         rcall('SADD', queueBase .. ':lease-pools', bucket.id)
         -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
         local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
@@ -101,12 +108,12 @@ do
       elseif keep > 0 then
         rcall('HDEL', queueBase .. ':lease-room', bucket.id)
       end
-      if count > keep then
+      if count > keep and bucket.cost > 0 then
         returns[#returns + 1] = bucket.id
         returns[#returns + 1] = grantUs
         returns[#returns + 1] = leaseMs
         returns[#returns + 1] = nonce .. '/x'
-        returns[#returns + 1] = count - keep
+        returns[#returns + 1] = (count - keep) * bucket.cost
       end
     end
     -- A class the grantor had no room for leaves too: it waits for lease-room (its wakeup), and asks again

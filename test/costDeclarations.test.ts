@@ -1,4 +1,4 @@
-import { Cost } from '../src/declarations/Cost';
+import { Cost, costCapacity } from '../src/declarations/Cost';
 import { Throttle } from '../src/declarations/Throttle';
 import { mergeDeclarations } from '../src/declarations/mergeDeclarations';
 import { InvalidThrottleError } from '../src/errors/InvalidThrottleError';
@@ -48,11 +48,19 @@ describe('cost(source, { default })', () => {
     expect(jobCost(mergeDeclarations([Throttle.named('t').limit(10, '1s')]), { n: 500 }, {})).toEqual({ cost: 1 });
   });
 
-  it('is counted in exact delivery only: a leased queue sharing the throttle is an InvalidThrottleError with the fix', () => {
-    const entry = (queue: string, delivery: 'exact' | 'leased'): RegistryEntry => ({
-      workerId: `w-${queue}`, queue, prefix: 'bull', delivery, leaseMs: 100, declarations: [declarationData(Throttle.named('tok').cost(Cost.data('n')).limit(100, '1m'))],
+  it('is counted in leased delivery too; a leased rate lets a job cost at most its burst less what it refills in the lease', () => {
+    const entry = (queue: string, delivery: 'exact' | 'leased', throttle = Throttle.named('tok').cost(Cost.data('n')).limit(100, '1m')): RegistryEntry => ({
+      workerId: `w-${queue}`, queue, prefix: 'bull', delivery, leaseMs: 100, declarations: [declarationData(throttle)],
     });
-    expect(effectiveThrottle([entry('a', 'exact')], 'tok').costSpec).toBeDefined();
-    expect(() => effectiveThrottle([entry('a', 'exact'), entry('b', 'leased')], 'tok')).toThrow(/declares cost\(\), and 'b' deliver in leased mode .*costs are counted only in exact delivery for now/);
+    expect(effectiveThrottle([entry('a', 'exact'), entry('b', 'leased')], 'tok').costSpec).toBeDefined();
+    // rate 100/s, burst 40, leased with h = 100 ms: a grant fits 40 - 100 * 100 / 1000 = 30 at once.
+    const rated = Throttle.named('tok').cost(Cost.data('n')).rate(100, '1s', { burst: 40 });
+    const leased = effectiveThrottle([entry('a', 'exact', rated), entry('b', 'leased', rated)], 'tok');
+    expect(costCapacity(leased)).toBe(30);
+    expect(jobCost(leased, { n: 30 }, {})).toEqual({ cost: 30 });
+    expect(jobCost(leased, { n: 31 }, {})).toEqual({
+      error: "Throttle 'tok': this job costs 31, more than the 30 its limits let go at once (burst 40 of its rate, less the 10 it refills within the 100 ms lease of leased delivery): it could never be delivered. Split the job, or raise the limit.",
+    });
+    expect(costCapacity(effectiveThrottle([entry('a', 'exact', rated)], 'tok'))).toBe(40);
   });
 });

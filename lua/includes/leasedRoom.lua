@@ -1,7 +1,9 @@
 --[[
   The room source of leased delivery (see includes/takeJobsBody), for a queue whose throttles are counted
   elsewhere (another slot, another node, another Redis: the namespace's grantor, lua/leaseTokens-1.lua).
-  A bucket has room when this queue holds an unexpired token leased for it; a delivery spends one.
+  A bucket has room when this queue holds an unexpired token leased for it; a delivery spends one, or its
+  cost there (a throttle's cost(): a token is one unit, and the grantor grants a class's deliveries with
+  their cost in every bucket, lua/leaseTokens-1.lua).
 
   Tokens (this queue's slot):
     <queueBase>:lp:<bucket id>   ZSET token -> expiry (us, this node's clock): the bucket's pool; a token is
@@ -13,10 +15,12 @@
                                  (a refill, a class waiting) and have not come yet; -us: when such an ask
                                  went overdue (no tokens within h)
 
-  A bucket is refilled ahead while it flows: a call that spent FLOWING_SPENT or more of its pool's tokens on
+  A bucket is refilled ahead while it flows: a call that spent its pool's tokens on FLOWING_SPENT or more
   fresh jobs (or spent one and then lacked another for a fresh job that lacked nothing else) and left fewer
   than it spent, or than leaseArgs.refillBelow (the worker's mark), names the bucket alone in
-  lease-wants, as the class "<gen>/<bucket id>" with order 0 (a refill, answered with held -1), and the
+  lease-wants, as the class "<gen>/<bucket id>" with order 0 (a refill, answered with held -1; with
+  "$<cost>" when the jobs it served cost more than 1 there on average: a refill is leased in deliveries of
+  that cost, as a class's tokens are), and the
   worker leases tokens for it before its next jobs arrive, so that they go straight to active. A refill is
   per bucket, not per class: a keyed class's other buckets (one customer's) are not leased ahead with it.
 
@@ -117,17 +121,21 @@ local function roomSaidAtUs(pool)
   return pool.saidUs or nil
 end
 
-local function roomReturnsAtUs(pool)
-  if pool.count > 0 then return 0 end
+local function roomReturnsAtUs(pool, cost)
+  if pool.count >= (cost or 1) then return 0 end
   local said = roomSaidAtUs(pool)
   if said and said > leasedContext.now then return said end
   return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
 end
 
-local function spendRoom(pool, fresh)
-  rcall('ZPOPMIN', pool.key)
-  pool.count = pool.count - 1
-  pool.spent = (pool.spent or 0) + 1
+-- A job whose cost cannot be counted ($0: it fails before its processor runs) spends nothing.
+local function spendRoom(pool, fresh, jobId, cost)
+  cost = cost or 1
+  if cost <= 0 then return end
+  rcall('ZPOPMIN', pool.key, cost)
+  pool.count = pool.count - cost
+  pool.spent = (pool.spent or 0) + cost
+  pool.spentBy = (pool.spentBy or 0) + 1
   if fresh then pool.freshSpent = (pool.freshSpent or 0) + 1 end
   local history = histories[pool.bucket.id]
   if history == nil then
@@ -135,7 +143,7 @@ local function spendRoom(pool, fresh)
     history = loadCounter(leasedContext.queueBase .. ':h:' .. longest .. '/' .. pool.bucket.id, HISTORY_MAX, longest, leasedContext.now)
     histories[pool.bucket.id] = history
   end
-  addToken(history, 0)
+  addTokens(history, cost, 0)
 end
 
 -- Room on its way (see the header): the comingRoom part of this room source (includes/takeJobsBody).
@@ -143,10 +151,18 @@ local comingRoom = {}
 
 -- Names the pool's bucket for a refill (order 0 in lease-wants, even if its member waits already: a
 -- one-bucket class is its bucket's member too), coming until a deposit for it and at most h (soon).
+-- What the jobs this call spent the pool's tokens for cost there, on average (rounded up; 1 when none did).
+local function meanCostOf(pool)
+  return math.max(1, math.ceil((pool.spent or 0) / math.max(1, pool.spentBy or 0)))
+end
+
 function comingRoom.askRefill(pool)
   if pool.refillAsked then return end
   pool.refillAsked = true
-  rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 0, leaseArgs.gen .. '/' .. pool.bucket.id)
+  local member = leaseArgs.gen .. '/' .. pool.bucket.id
+  local meanCost = meanCostOf(pool)
+  if meanCost > 1 then member = member .. '$' .. meanCost end
+  rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 0, member)
   comingRoom.markAsked(pool.bucket.id)
 end
 
@@ -167,9 +183,9 @@ function comingRoom.lackedAlone(pool)
   if (pool.spent or 0) > 0 then comingRoom.askRefill(pool) end
 end
 
--- No token now, but a refill asked for less than h ago and the grantor never said it has no room.
-function comingRoom.soon(pool)
-  if pool.count > 0 then return false end
+-- Too few tokens now for `cost`, but a refill asked for less than h ago and the grantor never said it has no room.
+function comingRoom.soon(pool, cost)
+  if pool.count >= (cost or 1) then return false end
   local dryKey = leasedContext.queueBase .. ':lease-dry'
   local since = tonumber(rcall('HGET', dryKey, pool.bucket.id))
   if since == nil or since < 0 then return false end
@@ -213,7 +229,7 @@ end
 local function saveRoom()
   for bucketId, pool in pairs(pools) do
     local spent = pool.spent or 0
-    if spent > 0 and ((pool.freshSpent or 0) >= LEASED_ROOM.FLOWING_SPENT or pool.lackedAlone) and pool.count < math.max(spent, leaseArgs.refillBelow) then
+    if spent > 0 and ((pool.freshSpent or 0) >= LEASED_ROOM.FLOWING_SPENT or pool.lackedAlone) and pool.count < math.max(spent, leaseArgs.refillBelow * meanCostOf(pool)) then
       comingRoom.askRefill(pool)
     end
   end

@@ -40,6 +40,15 @@ local function counterKeyParts(base, windowMs)
   return base .. ':b:', ':' .. windowMs
 end
 
+-- One bucket of a class as the class spells it, "<a>=<x>" or "<a>=<x>$<c>" -> { id = "a=x", name = "a", bucket = "x", cost = c or 1 }
+local function parseBucketPart(part)
+  local id, cost = part, 1
+  local dollar = string.find(part, '$', 1, true)
+  if dollar then id, cost = string.sub(part, 1, dollar - 1), tonumber(string.sub(part, dollar + 1)) end
+  local eq = string.find(id, '=', 1, true)
+  return { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1), cost = cost }
+end
+
 -- "<gen>/<a>=<x>|<b>=<y>$<c>" -> gen, { { id = "a=x", name = "a", bucket = "x", cost = 1 }, { id = "b=y", ..., cost = c } }
 local function parseClass(member)
   local slash = string.find(member, '/', 1, true)
@@ -47,13 +56,7 @@ local function parseClass(member)
   local rest = string.sub(member, slash + 1)
   local buckets = {}
   if rest ~= '*' then
-    for part in string.gmatch(rest, '[^|]+') do
-      local id, cost = part, 1
-      local dollar = string.find(part, '$', 1, true)
-      if dollar then id, cost = string.sub(part, 1, dollar - 1), tonumber(string.sub(part, dollar + 1)) end
-      local eq = string.find(id, '=', 1, true)
-      buckets[#buckets + 1] = { id = id, name = string.sub(id, 1, eq - 1), bucket = string.sub(id, eq + 1), cost = cost }
-    end
+    for part in string.gmatch(rest, '[^|]+') do buckets[#buckets + 1] = parseBucketPart(part) end
   end
   return gen, buckets
 end

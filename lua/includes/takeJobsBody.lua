@@ -6,7 +6,7 @@
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
   stale), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
   fresh, jobId, cost), noteBlocked(member,
-  order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at) and saveRoom(); and comingRoom: nil, or { soon(source) (no room, but tokens already
+  order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at) and saveRoom(); and comingRoom: nil, or { soon(source, cost) (no room for cost, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
@@ -297,16 +297,19 @@ local comingBackUs = 0
 local function roomIsComing(job)
   if not comingRoom then return false end
   if someWaiting and waitingOnOf(memberOf(job)) and not comingRoom.askedSoon(memberOf(job)) then return false end
-  local lacking = {}
+  local lacking, costs = {}, {}
   for i = 1, #job.buckets do
     local source = roomSource(job.buckets[i])
     if source == nil then return false end
-    if roomReturnsAtUs(source) > 0 then lacking[#lacking + 1] = source end
+    if roomReturnsAtUs(source, job.buckets[i].cost) > 0 then
+      lacking[#lacking + 1] = source
+      costs[#lacking] = job.buckets[i].cost
+    end
   end
   if #lacking == 0 then return false end
   if #lacking == 1 then comingRoom.lackedAlone(lacking[1]) end
   for i = 1, #lacking do
-    if not comingRoom.soon(lacking[i]) then return false end
+    if not comingRoom.soon(lacking[i], costs[i]) then return false end
   end
   if job.from == 'active' then
     rcall('LREM', activeKey, 1, job.id)

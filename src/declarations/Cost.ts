@@ -42,8 +42,22 @@ export function sameCost(a: CostSpec | undefined, b: CostSpec | undefined): bool
 
 /**
  * The most one job may cost in this throttle: its smallest window N, its rate's burst, its concurrency. A job
- * costing more could never go. Infinity when the throttle declares none of them.
+ * costing more could never go. A rate whose tokens are leased (`rateLeaseMs`, lua/includes/rateCounter.lua)
+ * grants at most its burst less what it fills in that lease at once. Infinity when the throttle declares none.
  */
-export function costCapacity(throttle: { readonly limits: readonly { max: number }[]; readonly tokenRate?: { burst: number }; readonly maxInFlight?: number }): number {
-  return Math.min(Infinity, ...throttle.limits.map((l) => l.max), throttle.tokenRate?.burst ?? Infinity, throttle.maxInFlight ?? Infinity);
+export function costCapacity(throttle: {
+  readonly limits: readonly { max: number }[];
+  readonly tokenRate?: { n: number; perMs: number; burst: number };
+  readonly rateLeaseMs?: number;
+  readonly maxInFlight?: number;
+}): number {
+  return Math.min(Infinity, ...throttle.limits.map((l) => l.max), rateCapacity(throttle), throttle.maxInFlight ?? Infinity);
+}
+
+/** The most one grant of the throttle's rate may take at once (Infinity with no rate). */
+export function rateCapacity(throttle: { readonly tokenRate?: { n: number; perMs: number; burst: number }; readonly rateLeaseMs?: number }): number {
+  const rate = throttle.tokenRate;
+  if (!rate) return Infinity;
+  // c tokens fit an idle bucket when c * perMs <= burst * perMs - leaseMs * n (whole numbers: no rounding).
+  return Math.floor((rate.burst * rate.perMs - (throttle.rateLeaseMs ?? 0) * rate.n) / rate.perMs);
 }

@@ -58,15 +58,15 @@ export function checkConcurrency(throttle: string, n: unknown): number {
 }
 
 /**
- * Concurrency and costs are counted by the script that moves a job to active, beside the job (exact
- * delivery): a queue whose throttles are counted elsewhere (leased delivery) cannot count them yet.
+ * Concurrency is counted by the script that moves a job to active, beside the job (exact delivery), where
+ * bullmq's lock of each job in flight can be looked at: a queue whose throttles are counted elsewhere (leased
+ * delivery) cannot count it yet.
  */
-export function checkConcurrencyDelivery(throttle: string, queues: readonly string[], what: 'concurrency()' | 'cost()'): void {
+export function checkConcurrencyDelivery(throttle: string, queues: readonly string[]): void {
   if (queues.length === 0) return;
-  const kind = what === 'concurrency()' ? 'concurrency is' : 'costs are';
   throw new InvalidThrottleError(
-    `Throttle '${throttle}' declares ${what}, and ${queues.map((q) => `'${q}'`).join(', ')} deliver in leased mode (their keys and the throttle's are in different Redis Cluster slots, or the grantor option is set): `
-    + `${kind} counted only in exact delivery for now. Give those queues the namespace's hash tag (see docs/cluster.md) and leave out the grantor option, or drop ${what} from the throttle.`,
+    `Throttle '${throttle}' declares concurrency(), and ${queues.map((q) => `'${q}'`).join(', ')} deliver in leased mode (their keys and the throttle's are in different Redis Cluster slots, or the grantor option is set): `
+    + 'concurrency is counted only in exact delivery for now. Give those queues the namespace\'s hash tag (see docs/cluster.md) and leave out the grantor option, or drop concurrency() from the throttle.',
   );
 }
 

@@ -1,4 +1,4 @@
-import { CostSpec, costCapacity } from '../declarations/Cost';
+import { CostSpec, costCapacity, rateCapacity } from '../declarations/Cost';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 
 /** A job's cost in one throttle: what it counts against every limit, or why it cannot be counted. */
@@ -49,6 +49,10 @@ export function jobCost(throttle: EffectiveThrottle, data: unknown, attributes: 
 function describeCapacity(throttle: EffectiveThrottle, capacity: number): string {
   const window = throttle.limits.find((l) => l.max === capacity);
   if (window) return `limit ${window.max} per ${window.windowMs} ms`;
-  if (throttle.tokenRate?.burst === capacity) return `burst ${capacity} of its rate`;
+  if (throttle.tokenRate && rateCapacity(throttle) === capacity) {
+    return throttle.tokenRate.burst === capacity
+      ? `burst ${capacity} of its rate`
+      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeaseMs} ms lease of leased delivery`;
+  }
   return `concurrency ${capacity}`;
 }

@@ -47,8 +47,7 @@ export function effectiveThrottle(entries: readonly RegistryEntry[], name: strin
   const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
   const leasedQueues = [...new Set(declaring.filter((e) => e.delivery === 'leased').map((e) => e.queue))];
-  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, leasedQueues, 'concurrency()');
-  if (merged.costSpec) checkConcurrencyDelivery(name, leasedQueues, 'cost()');
+  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, leasedQueues);
   if (!merged.tokenRate) return merged;
   const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
   checkRateLease(name, merged.tokenRate, rateLeaseMs);

@@ -14,7 +14,9 @@ export interface GrantorTarget {
 
 export interface LeaseRequest {
   readonly member: string;
-  readonly bucketIds: readonly string[];
+  /** Each bucket's id, followed by "$<cost>" where a delivery of the class costs other than 1 there. */
+  readonly buckets: readonly string[];
+  /** Deliveries wanted: each takes its cost in tokens from every bucket. */
   readonly count: number;
   /** Leased ahead for a class that is flowing (its pool ran low), not for held jobs. */
   readonly refill: boolean;
@@ -29,7 +31,7 @@ export interface LeaseAnswer {
    */
   status: 'decided' | 'report' | 'wait';
   /**
-   * Per request: tokens granted; when more would fit (ms; 0: all granted; -1: a throttle is not declared);
+   * Per request: deliveries granted (each its cost in tokens in every bucket); when more would fit (ms; 0: all granted; -1: a throttle is not declared);
    * the bucket id whose room comes last ('' when all were granted).
    */
   results: { granted: number; roomInMs: number; lacking: string }[];
@@ -38,7 +40,7 @@ export interface LeaseAnswer {
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
   const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
-  for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.bucketIds.length, ...request.bucketIds);
+  for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.buckets.length, ...request.buckets);
   const call = { name: 'leaseTokens', keys: [grantor.slotKey], args };
   const reply = (await grantor.confirmation.run(grantor.runner, call, grantedAny(requests.length))) as (number | string)[];
   const status = Number(reply[1]);

@@ -1,9 +1,9 @@
 import { classBuckets } from '../../keys/classMember';
 import { LeaseRequest } from './grantorCalls';
 
-/** A class's bucket ids, as its name spells them (src/keys/classMember.ts). */
-export function bucketIdsOf(member: string): string[] {
-  return classBuckets(member).map((b) => b.id);
+/** A class's buckets as its name spells them, each id with its cost there ("<id>$<cost>" unless 1; src/keys/classMember.ts). */
+export function bucketPartsOf(member: string): string[] {
+  return classBuckets(member).map((b) => (b.cost === 1 ? b.id : `${b.id}$${b.cost}`));
 }
 
 /** How many lease round trips the tokens leased ahead should last at the rate the worker delivers. */
@@ -82,9 +82,9 @@ export class LeaseBook {
     const ask = (member: string, count: number, refill: boolean) => {
       const retryAt = this.retryAt.get(member);
       if (retryAt !== undefined && retryAt > nowMs) return;
-      const bucketIds = bucketIdsOf(member);
-      if (bucketIds.length === 0 || count <= 0) return;
-      requests.push({ member, bucketIds, count, refill });
+      const buckets = bucketPartsOf(member);
+      if (buckets.length === 0 || count <= 0) return;
+      requests.push({ member, buckets, count, refill });
       left -= count;
     };
     for (const { member, held } of wanted) if (held > 0 && left > 0) ask(member, Math.min(held, left), false);
