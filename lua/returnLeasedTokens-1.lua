@@ -40,10 +40,7 @@ for _ = 1, tonumber(ARGV[2]) do
     if markReturned(setKey, nonce, releasedMsOf(counters, grantUs, leaseMs), nowMs) then
       local stopped = 0
       for _, counter in ipairs(counters) do
-        local removed = 0
-        for _ = 1, count do
-          if removeToken(counter, grantUs, leaseMs, now) then removed = removed + 1 else break end
-        end
+        local removed = removeTokens(counter, grantUs, leaseMs, now, count)
         if removed > stopped then stopped = removed end
       end
       returned = returned + stopped

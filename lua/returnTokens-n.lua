@@ -53,9 +53,7 @@ for g = 1, groups do
   local returned = 0
   if markReturned(setKey, nonce, releasedMsOf(group, grantUs, leaseMs), nowMs) then
     for _, counter in ipairs(group) do
-      for _ = 1, count do
-        if removeToken(counter, grantUs, leaseMs, now) then returned = 1 else break end
-      end
+      if removeTokens(counter, grantUs, leaseMs, now, count) > 0 then returned = 1 end
     end
   end
   reply[g + 1] = returned

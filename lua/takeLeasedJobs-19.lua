@@ -82,17 +82,8 @@ do
     for _, bucket in ipairs(buckets) do
       local pool = poolKey(queueBase, bucket.id)
       if keep > 0 and bucket.cost > 0 then
-        -- A token is one unit of cost: a class of costly jobs deposits many, added in batches because Lua's
-        -- unpack() takes at most a few thousand values.
-        local tokens, units, expiry = {}, keep * bucket.cost, intArg(expiresUs)
-        for k = 1, units do
-          tokens[#tokens + 1] = expiry
-          tokens[#tokens + 1] = grantUs .. ':' .. leaseMs .. ':' .. nonce .. ':' .. k
-          if #tokens >= 2000 or k == units then
-            rcall('ZADD', pool, unpack(tokens))
-            tokens = {}
-          end
-        end
+        -- One entry holds the grant's tokens for the bucket, its deliveries' cost there (includes/leasedRoom).
+        rcall('ZADD', pool, intArg(expiresUs), grantUs .. ':' .. leaseMs .. ':' .. nonce .. '#' .. keep * bucket.cost)
         rcall('SADD', queueBase .. ':lease-pools', bucket.id)
         -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
         local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS

@@ -25,14 +25,17 @@ local poolsKey = queueBase .. ':lease-pools'
 local reply = { 0 }
 for _, bucketId in ipairs(rcall('SMEMBERS', poolsKey)) do
   local pool = queueBase .. ':lp:' .. bucketId
-  -- Members are "<grantUs>:<leaseMs>:<nonce>:<k>": each token is returned under its own nonce.
-  for _, token in ipairs(rcall('ZRANGEBYSCORE', pool, '(' .. intArg(nowMs * 1000), '+inf')) do
-    local grantUs, leaseMs, rest = string.match(token, '^(%d+):(%d+):(.+)$')
+  -- Entries are "<grantUs>:<leaseMs>:<nonce>#<units>" (includes/leasedRoom), each returned under its nonce
+  -- with "/w" (the deposit returned what it did not keep as "/x"); an entry without "#<units>" (an older
+  -- version's, "<nonce>:<k>") holds one token, under its own nonce.
+  for _, entry in ipairs(rcall('ZRANGEBYSCORE', pool, '(' .. intArg(nowMs * 1000), '+inf')) do
+    local grantUs, leaseMs, rest = string.match(entry, '^(%d+):(%d+):(.+)$')
+    local nonce, units = string.match(rest, '^(.*)#(%d+)$')
     reply[#reply + 1] = bucketId
     reply[#reply + 1] = grantUs
     reply[#reply + 1] = leaseMs
-    reply[#reply + 1] = rest
-    reply[#reply + 1] = 1
+    reply[#reply + 1] = nonce and nonce .. '/w' or rest
+    reply[#reply + 1] = tonumber(units) or 1
     reply[1] = reply[1] + 1
   end
   rcall('DEL', pool)

@@ -6,8 +6,11 @@
   their cost in every bucket, lua/leaseTokens-1.lua).
 
   Tokens (this queue's slot):
-    <queueBase>:lp:<bucket id>   ZSET token -> expiry (us, this node's clock): the bucket's pool; a token is
-                                 "<grantUs>:<leaseMs>:<nonce>:<k>" (what returning it needs)
+    <queueBase>:lp:<bucket id>   ZSET entry -> expiry (us, this node's clock): the bucket's pool, one entry per
+                                 deposit, "<grantUs>:<leaseMs>:<nonce>#<units>": the tokens of one grant
+                                 still here (what returning them needs). A job costing 5000 spends 5000
+                                 tokens, so tokens are kept together, never one member each: the pool
+                                 holds as many entries as deposits within h, whatever the costs.
     <queueBase>:lease-wants      ZSET class -> order: classes waiting for tokens (the worker leases for them)
     <queueBase>:lease-room       HASH bucket id -> us (this node's clock) the grantor said it has room again
     <queueBase>:lease-pools      SET of bucket ids that may have a pool (withdrawLeases finds them there)
@@ -98,14 +101,61 @@ local function noteExpired(name, count)
   if count > 0 then expiredByThrottle[name] = (expiredByThrottle[name] or 0) + count end
 end
 
+-- Tokens an entry holds ("...#<units>"; an entry without, written by an older version, holds one).
+local function unitsOf(entry)
+  return tonumber(string.match(entry, '#(%d+)$')) or 1
+end
+
+-- A pool is read once a call, swept first, its entries in order of expiry: the earliest spent first.
 local function roomSource(bucket)
   local pool = pools[bucket.id]
   if pool then return pool end
   local key = poolKey(leasedContext.queueBase, bucket.id)
-  noteExpired(bucket.name, rcall('ZREMRANGEBYSCORE', key, '-inf', intArg(leasedContext.now)))
-  pool = { key = key, bucket = bucket, count = rcall('ZCARD', key) }
+  local nowArg = intArg(leasedContext.now)
+  local expired = rcall('ZRANGEBYSCORE', key, '-inf', nowArg)
+  if #expired > 0 then
+    local units = 0
+    for _, entry in ipairs(expired) do units = units + unitsOf(entry) end
+    noteExpired(bucket.name, units)
+    rcall('ZREMRANGEBYSCORE', key, '-inf', nowArg)
+  end
+  local entries = rcall('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local count = 0
+  for i = 1, #entries, 2 do count = count + unitsOf(entries[i]) end
+  -- next: the entry spent from; taken: tokens taken from it so far (written back by saveRoom).
+  pool = { key = key, bucket = bucket, count = count, entries = entries, next = 1, taken = 0 }
   pools[bucket.id] = pool
   return pool
+end
+
+-- Takes `cost` tokens (the caller checked there are as many), earliest expiry first.
+local function takeTokens(pool, cost)
+  local left = cost
+  while left > 0 do
+    local units = unitsOf(pool.entries[pool.next]) - pool.taken
+    if units > left then
+      pool.taken = pool.taken + left
+      left = 0
+    else
+      left = left - units
+      pool.next = pool.next + 2
+      pool.taken = 0
+    end
+  end
+end
+
+-- Writes back what the call took: entries used up go, one used in part keeps what is left.
+local function savePool(pool)
+  local entries = pool.entries
+  local gone = {}
+  for i = 1, pool.next - 1, 2 do gone[#gone + 1] = entries[i] end
+  local partial = pool.taken > 0 and entries[pool.next]
+  if partial then gone[#gone + 1] = partial end
+  if #gone > 0 then rcall('ZREM', pool.key, unpack(gone)) end
+  if partial then
+    local base = string.match(partial, '^(.*)#%d+$') or partial
+    rcall('ZADD', pool.key, entries[pool.next + 1], base .. '#' .. (unitsOf(partial) - pool.taken))
+  end
 end
 
 local function roomLeft(pool)
@@ -132,7 +182,7 @@ end
 local function spendRoom(pool, fresh, jobId, cost)
   cost = cost or 1
   if cost <= 0 then return end
-  rcall('ZPOPMIN', pool.key, cost)
+  takeTokens(pool, cost)
   pool.count = pool.count - cost
   pool.spent = (pool.spent or 0) + cost
   pool.spentBy = (pool.spentBy or 0) + 1
@@ -228,6 +278,7 @@ end
 
 local function saveRoom()
   for bucketId, pool in pairs(pools) do
+    savePool(pool)
     local spent = pool.spent or 0
     if spent > 0 and ((pool.freshSpent or 0) >= LEASED_ROOM.FLOWING_SPENT or pool.lackedAlone) and pool.count < math.max(spent, leaseArgs.refillBelow * meanCostOf(pool)) then
       comingRoom.askRefill(pool)

@@ -27,7 +27,7 @@
 --- @include "intArg"
 -- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
 -- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeToken, flushActiveIndexes, saveCounter
+local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeTokens, flushActiveIndexes, saveCounter
 do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
@@ -234,20 +234,22 @@ function roomAtUs(counter, count)
   return at
 end
 
--- Stops counting one token granted at grantUs; false when it was no longer counted.
-function removeToken(counter, grantUs, leaseMs, nowUs)
+-- Stops counting up to `count` tokens granted at grantUs; how many were still counted (and now are not).
+function removeTokens(counter, grantUs, leaseMs, nowUs, count)
   local k = slotOf(counter, grantUs, leaseMs)
   local field = intArg(k)
   local value = tonumber(rcall('HGET', counter.key, field))
-  if value == nil or value < counter.g.scale or releaseUsOf(counter, k, value) <= nowUs then return false end
-  if value < 2 * counter.g.scale then
+  if value == nil or value < counter.g.scale or releaseUsOf(counter, k, value) <= nowUs then return 0 end
+  local held = math.floor(value / counter.g.scale)
+  local removed = math.min(count, held)
+  if removed >= held then
     rcall('HDEL', counter.key, field)
   else
-    rcall('HSET', counter.key, field, intArg(value - counter.g.scale))
+    rcall('HSET', counter.key, field, intArg(value - removed * counter.g.scale))
   end
-  counter.n = counter.n - 1
+  counter.n = counter.n - removed
   counter.dirty = true
-  return true
+  return removed
 end
 
 -- Throttle base -> { score, bucket, ... } for its :active index, written once per script.
