@@ -17,19 +17,26 @@
     KEYS[1]  the namespace's registry version key (any key of the namespace: it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] h, the lease (ms)
     ARGV[3]  the asking queue's id (prefix:queue)   ARGV[4] '1' when Redis keeps acknowledged writes (durableRedis)
-    ARGV[5]  D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c buckets
+    ARGV[5]  the asking worker's id (the holder of its concurrency units)   ARGV[6] a hold's lifetime (ms)
+    ARGV[7]  F, then F pairs: bucket id, units of the bucket's concurrency the worker holds and has free
+    then     D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c buckets
              as a class names them ("<encoded throttle>=<bucket>", followed by "$<cost>" for a cost other than 1)
+  A bucket with a concurrency (concurrency(n)) has room for what its jobs in flight and the holds of leased
+  workers leave, plus the asking worker's free units; a grant uses those first and adds what it needs beyond
+  them to the worker's hold (includes/inFlightCounter), which lapses a lifetime later unless renewed
+  (renewHolds-1.lua).
   A refill takes at most half the room its buckets have left: a token leased ahead and not spent uses up
   allowance until it leaves the window, so the last of a bucket's room goes only to jobs that wait for it.
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
-    { nowUs, status, then per delivery: granted, roomInMs, lacking }: status 0 (decided), 1 (report what the queue
+    { nowUs, status, then per delivery: granted, roomInMs, lacking, held }: status 0 (decided), 1 (report what the queue
     delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other queues have not reported
     yet; nothing granted, roomInMs says when to ask again); granted deliveries (0..n); roomInMs, when fewer than n were
     granted, how long from now until one more would fit (at least 1), 0 when all were, -1 when a throttle
     of the delivery has no published limits (no live worker declares it: nothing is granted); lacking:
-    the bucket id whose room comes last ('' when all were granted).
+    the bucket id whose room comes last ('' when all were granted); held: "<j>:<units>,..." the units added to
+    the worker's hold in the delivery's j-th bucket ('' for none).
 ]]
 local rcall = redis.call
 
@@ -43,7 +50,16 @@ local rcall = redis.call
 --- @include "includes/throttleIndexes"
 
 local throttlePrefix, leaseMs, queueId, durable = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
-local deliveries = tonumber(ARGV[5])
+local holder, holdMs = ARGV[5], tonumber(ARGV[6])
+-- Units of concurrency the worker holds already and has free, by bucket: a grant uses those first.
+local credit = {}
+local at = 8
+for _ = 1, tonumber(ARGV[7]) do
+  credit[ARGV[at]] = tonumber(ARGV[at + 1])
+  at = at + 2
+end
+local deliveries = tonumber(ARGV[at])
+at = at + 1
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false)
@@ -54,42 +70,57 @@ if gather then
     reply[#reply + 1] = 0
     reply[#reply + 1] = 50
     reply[#reply + 1] = ''
+    reply[#reply + 1] = ''
   end
   return reply
 end
 local reply = { now, 0 }
 local touched = {}
-local at = 6
 for d = 1, deliveries do
   local wanted, refill, c = tonumber(ARGV[at]), ARGV[at + 1] == '1', tonumber(ARGV[at + 2])
-  at = at + 1
-  local sources, ids, costs, stale = {}, {}, {}, false
+  local sources, ids, costs, indexes, stale = {}, {}, {}, {}, false
   for j = 1, c do
-    local bucket = parseBucketPart(ARGV[at + 1 + j])
+    local bucket = parseBucketPart(ARGV[at + 2 + j])
     local counters = bucketCounters(throttlePrefix, bucket, now)
     if counters == nil then
       stale = true
     elseif bucket.cost > 0 then
       -- (A cost of 0, a job that fails as it is delivered, takes nothing there.)
       sources[#sources + 1] = counters
-      ids[#sources], costs[#sources] = bucket.id, bucket.cost
+      ids[#sources], costs[#sources], indexes[#sources] = bucket.id, bucket.cost, j
     end
     touched[bucket.name] = true
   end
-  at = at + 2 + c
+  at = at + 3 + c
   if stale then
     reply[#reply + 1] = 0
     reply[#reply + 1] = -1
     reply[#reply + 1] = ''
+    reply[#reply + 1] = ''
   else
     local granted = wanted
     for i, counters in ipairs(sources) do
+      if counters.inFlight then counters.inFlight.credit = credit[ids[i]] or 0 end
       local room = bucketRoom(counters)
       if refill then room = math.floor(room / 2) end
       granted = math.min(granted, math.floor(room / costs[i]))
     end
     if granted < 0 then granted = 0 end
-    for i, counters in ipairs(sources) do addBucketTokens(counters, granted * costs[i], leaseMs) end
+    local held = {}
+    for i, counters in ipairs(sources) do
+      addBucketTokens(counters, granted * costs[i], leaseMs)
+      local inFlight = counters.inFlight
+      if inFlight and granted > 0 then
+        -- The worker's free units go first; what it lacks beyond them joins its hold.
+        local used = granted * costs[i]
+        local fromCredit = math.min(inFlight.credit, used)
+        credit[ids[i]] = inFlight.credit - fromCredit
+        if used > fromCredit then
+          addToHold(inFlight, holder, used - fromCredit, nowMs + holdMs)
+          held[#held + 1] = indexes[i] .. ':' .. (used - fromCredit)
+        end
+      end
+    end
     local roomInMs, lacking = 0, ''
     if granted < wanted then
       local roomAt = now
@@ -99,9 +130,11 @@ for d = 1, deliveries do
       end
       roomInMs = math.max(1, math.ceil((roomAt - now) / 1000))
     end
+    for _, counters in ipairs(sources) do if counters.inFlight then counters.inFlight.credit = 0 end end
     reply[#reply + 1] = granted
     reply[#reply + 1] = roomInMs
     reply[#reply + 1] = lacking
+    reply[#reply + 1] = table.concat(held, ',')
   end
 end
 

@@ -26,6 +26,9 @@
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
                 the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
                 flowing class: kept even beyond its held jobs)
+    then        C, then C encoded names of the queue's throttles with a concurrency; U, then U pairs: bucket
+                id, units of its concurrency the calling worker has free (lent to this call); E, then E bucket
+                ids whose units the worker's ended jobs freed since its last call (their classes look again)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   A restart or promotion of this node (includes/nodeIdentity) empties every pool first: a pool restored
@@ -33,7 +36,8 @@
 
   Output: { takeNextJobs' reply, lease } with lease =
     { expired, node, W, class_1, held_1, ..., class_W, held_W, R, then R return groups of 5: bucket id,
-      grantUs, leaseMs, nonce, count }
+      grantUs, leaseMs, nonce, count, S, then S jobs that spent the worker's units: job id, k, then k pairs
+      bucket id, units }
     node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
     tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
@@ -66,6 +70,21 @@ do
   local depositCount = tonumber(ARGV[leaseArgsAt + 3])
   local currentGen = rcall('HGET', stateKey, 'gen') or ''
   leaseArgs.gen = currentGen
+  -- The calling worker's concurrency (includes/leasedRoom): read before the deposits, which may wake classes.
+  do
+    local at = leaseArgsAt + 4 + 8 * depositCount
+    for i = 1, tonumber(ARGV[at]) do leaseArgs.concurrent[ARGV[at + i]] = true end
+    at = at + tonumber(ARGV[at]) + 1
+    for i = 1, tonumber(ARGV[at]) do leaseArgs.free[ARGV[at + 2 * i - 1]] = tonumber(ARGV[at + 2 * i]) end
+    at = at + 2 * tonumber(ARGV[at]) + 1
+    -- Freed units: the classes waiting on those buckets look again now, and are asked for again if they lack
+    -- room (what the grantor said of the bucket's room did not count this worker's jobs ending): as if the
+    -- grantor had said now (includes/leasedRoom comingRoom.lookAgain).
+    for i = 1, tonumber(ARGV[at]) do
+      rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), ARGV[at + i])
+      rcall('HSET', queueBase .. ':lease-room', ARGV[at + i], intArg(depositNow))
+    end
+  end
   for d = 0, depositCount - 1 do
     local at = leaseArgsAt + 4 + 8 * d
     local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
@@ -152,4 +171,11 @@ if wantsLimit > 0 then
 end
 lease[#lease + 1] = #returns / 5
 for _, field in ipairs(returns) do lease[#lease + 1] = field end
+local spends = leaseArgs.spends
+lease[#lease + 1] = #spends / 2
+for i = 1, #spends, 2 do
+  lease[#lease + 1] = spends[i]
+  lease[#lease + 1] = #spends[i + 1] / 2
+  for _, field in ipairs(spends[i + 1]) do lease[#lease + 1] = field end
+end
 return { reply, lease }

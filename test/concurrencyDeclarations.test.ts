@@ -36,15 +36,14 @@ describe('concurrency(n)', () => {
     expect(mergeDeclarations([Throttle.named('s').limit(3, '1s')])).not.toHaveProperty('maxInFlight');
   });
 
-  it('is counted in exact delivery only: a queue delivering in leased mode that shares the throttle is an InvalidThrottleError naming it and the fix', () => {
+  it('is counted in exact and in leased delivery: a queue delivering in leased mode may share the throttle', () => {
     const entry = (queue: string, delivery: 'exact' | 'leased', throttle: Throttle): RegistryEntry => ({
       workerId: `w-${queue}`, queue, prefix: 'bull', delivery, leaseMs: delivery === 'leased' ? 100 : 0, declarations: [declarationData(throttle)],
     });
     expect(effectiveThrottle([entry('pages', 'exact', Throttle.named('crawl').concurrency(3))], 'crawl').maxInFlight).toBe(3);
     // The leased queue declares the throttle without concurrency: the merged throttle still has it.
-    expect(() => effectiveThrottle([entry('pages', 'exact', Throttle.named('crawl').concurrency(3)), entry('images', 'leased', Throttle.named('crawl').limit(10, '1s'))], 'crawl')).toThrow(
-      /^Throttle 'crawl' declares concurrency\(\), and 'images' deliver in leased mode .*concurrency is counted only in exact delivery for now\. Give those queues the namespace's hash tag/,
-    );
+    expect(effectiveThrottle([entry('pages', 'exact', Throttle.named('crawl').concurrency(3)), entry('images', 'leased', Throttle.named('crawl').limit(10, '1s'))], 'crawl'))
+      .toMatchObject({ maxInFlight: 3, limits: [{ max: 10, windowMs: 1000 }] });
   });
 
   it('Grantor.grant refuses a throttle with concurrency: a grant has no end to count it to', async () => {

@@ -140,10 +140,12 @@ export class ClientCalls {
   private noteScript(name: string, args: readonly unknown[], reply: Promise<unknown>): void {
     this.scripts.set(name, (this.scripts.get(name) ?? 0) + 1);
     if (name === 'leaseTokens') {
-      // ARGV: throttlePrefix, leaseMs, queue id, durable, D, then per delivery: n, refill, c, c bucket ids ("<encoded throttle>=<bucket>").
+      // ARGV: throttlePrefix, leaseMs, queue id, durable, holder, hold ms, F, F pairs (bucket id, free units), D, then per
+      // delivery: n, refill, c, c bucket ids ("<encoded throttle>=<bucket>").
       const requests: { count: number; throttles: string[] }[] = [];
-      let at = 5;
-      for (let d = 0; d < Number(args[4]); d++) {
+      const deliveriesAt = 7 + 2 * Number(args[6]);
+      let at = deliveriesAt + 1;
+      for (let d = 0; d < Number(args[deliveriesAt]); d++) {
         const count = Number(args[at]);
         const c = Number(args[at + 2]);
         const throttles = args.slice(at + 3, at + 3 + c).map((id) => String(id).split('=')[0]);
@@ -154,9 +156,9 @@ export class ClientCalls {
       for (const r of requests) for (const t of r.throttles) add(this.asked, t, r.count);
       reply.then((raw) => {
         const values = raw as unknown[];
-        // Reply: nowUs, status (0: decided), then per delivery: granted, roomInMs, the bucket lacking room.
+        // Reply: nowUs, status (0: decided), then per delivery: granted, roomInMs, the bucket lacking room, units held.
         if (Number(values[1]) !== 0) return;
-        requests.forEach((r, i) => { for (const t of r.throttles) add(this.granted, t, Number(values[2 + 3 * i])); });
+        requests.forEach((r, i) => { for (const t of r.throttles) add(this.granted, t, Number(values[2 + 4 * i])); });
       }, () => undefined);
     } else if (name === 'returnLeasedTokens') {
       // ARGV: throttlePrefix, G, then per group: bucketId, grantUs, leaseMs, nonce, count. Reply [_, stopped counting]:

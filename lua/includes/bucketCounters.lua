@@ -6,7 +6,7 @@
   A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
   paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
   A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
-  delivery alone (exactRoom), which names the job it counts.
+  delivery (exactRoom), which names the job it counts, and held by leased workers (lua/leaseTokens-1.lua).
   Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
@@ -178,10 +178,12 @@ function bucketRoomAtUs(counters, cost)
   local inFlight = counters.inFlight
   if inFlight then
     -- Its room returns when a job ends: looked at (its entries checked) by then at the latest.
-    if inFlight.n + cost > inFlight.max then inFlightRoom(inFlight, cost) end
+    -- (credit: what a leased worker asking holds already, includes/inFlightCounter.)
+    local credit = inFlight.credit or 0
+    if inFlight.n + cost - credit > inFlight.max then inFlightRoom(inFlight, cost) end
     local roomAt = 0
     if cost > inFlight.max then roomAt = counters.nowUs + OVER_CAPACITY_LOOK_US
-    elseif inFlight.n + cost > inFlight.max then roomAt = inFlightRoomAtUs(inFlight) end
+    elseif inFlight.n + cost - credit > inFlight.max then roomAt = inFlightRoomAtUs(inFlight) end
     -- A class may wait on it now: a release wakes this queue (saveBucketCounters).
     if roomAt > 0 then inFlight.lacked = true end
     if roomAt > at then at = roomAt end

@@ -8,6 +8,14 @@
     <queue base>:in-flight           HASH  job id -> the counters it is in, as cjson [key, bucket id, ...]
   An entry names its job as #queueBase .. ':' .. queueBase .. jobId (queue bases and job ids may hold ':').
 
+  Holds (leased delivery: lua/leaseTokens-1.lua grants them, lua/renewHolds-1.lua renews and lowers them): a
+  worker of a queue outside this slot, or on another Redis, holds units of the bucket for the jobs it runs and
+  is about to run, and counts them itself, beside its jobs:
+    <throttle base>:b:<bucket>:c     '~<holder>' -> units held (counted in '#' like a job's cost)
+    <throttle base>:b:<bucket>:c:h   ZSET '~<holder>' -> ms (this node's clock) the hold lapses unless renewed
+  A hold is never read as a job: the entry check below skips it, and a hold past its time is dropped
+  whenever the bucket looks full. Its worker starts no job on it past that time (lua/takeLeasedJobs-19.lua).
+
   Invariant: a job counts from the moment the script that moves it to active adds it (one script: no
   delivery escapes the count) until its entry is removed, and an entry is removed only when its job is gone,
   or holds no lock and is not in its queue's active list. While a worker holds the job's lock, or the job is
@@ -21,7 +29,7 @@
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
   delivery: the queue's keys and its throttles' share one).
 ]]
-local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight
+local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight, setHold, addToHold, wakeWaiting
 do
 local CHECK_MS = 1000
 -- A queue that stops waiting on a bucket drops out of its :q within this (a day); one that waits is named again.
@@ -67,7 +75,7 @@ local function checkEntries(counter)
   local flat = rcall('HGETALL', counter.key)
   for i = 1, #flat, 2 do
     local entry = flat[i]
-    if entry ~= '#' and entry ~= '@' and not counter.added[entry] and not stillInFlight(entry) then
+    if entry ~= '#' and entry ~= '@' and string.byte(entry, 1) ~= 126 and not counter.added[entry] and not stillInFlight(entry) then
       rcall('HDEL', counter.key, entry)
       counter.n = counter.n - tonumber(flat[i + 1])
     end
@@ -75,10 +83,53 @@ local function checkEntries(counter)
   counter.dirty = true
 end
 
--- Room for more (cost units), once the entries were checked when it looks as if `need` (1 unless given) will not fit.
+-- Drops the holds past their time (their workers stopped renewing: closed, crashed or cut off).
+local function sweepHolds(counter)
+  if counter.holdsSwept then return end
+  counter.holdsSwept = true
+  local holdsKey = counter.key .. ':h'
+  local nowArg = intArg(math.floor(counter.nowUs / 1000))
+  local lapsed = rcall('ZRANGEBYSCORE', holdsKey, '-inf', nowArg)
+  if #lapsed == 0 then return end
+  for _, holder in ipairs(lapsed) do
+    counter.n = counter.n - (tonumber(rcall('HGET', counter.key, holder)) or 0)
+    rcall('HDEL', counter.key, holder)
+  end
+  rcall('ZREMRANGEBYSCORE', holdsKey, '-inf', nowArg)
+  counter.dirty = true
+end
+
+-- Room for more (cost units), once the holds and entries were checked when it looks as if `need` (1 unless
+-- given) will not fit. counter.credit: units the asking holder holds already and has free (leaseTokens).
 function inFlightRoom(counter, need)
-  if counter.n + (need or 1) > counter.max then checkEntries(counter) end
-  return counter.max - counter.n
+  local credit = counter.credit or 0
+  if counter.n + (need or 1) - credit > counter.max then
+    sweepHolds(counter)
+    checkEntries(counter)
+  end
+  return counter.max - counter.n + credit
+end
+
+-- Sets what a holder holds (0: nothing), lapsing at expiresMs unless set again.
+function setHold(counter, holder, units, expiresMs)
+  local entry = '~' .. holder
+  local old = tonumber(rcall('HGET', counter.key, entry)) or 0
+  if units > 0 then
+    rcall('HSET', counter.key, entry, units)
+    rcall('ZADD', counter.key .. ':h', intArg(expiresMs), entry)
+  elseif old > 0 then
+    rcall('HDEL', counter.key, entry)
+    rcall('ZREM', counter.key .. ':h', entry)
+  end
+  if units ~= old then
+    counter.n = counter.n + units - old
+    counter.dirty = true
+  end
+end
+
+-- Adds units to a holder's hold (a grant), which then lapses at expiresMs unless renewed.
+function addToHold(counter, holder, units, expiresMs)
+  setHold(counter, holder, (tonumber(rcall('HGET', counter.key, '~' .. holder)) or 0) + units, expiresMs)
 end
 
 -- A full bucket has room again when a job ends; the check above looks CHECK_MS after the last one.
@@ -108,6 +159,17 @@ function saveInFlight(counter, waitingQueueBase)
   end
 end
 
+-- Room came back in the bucket: the queues whose classes wait on it (in this slot) look again now.
+function wakeWaiting(key, bucketId, nowUs)
+  for _, waitingBase in ipairs(rcall('SMEMBERS', key .. ':q')) do
+    local wakeupsKey = waitingBase .. ':wakeups'
+    if rcall('ZSCORE', wakeupsKey, bucketId) then
+      rcall('ZADD', wakeupsKey, intArg(nowUs), bucketId)
+      rcall('ZADD', bullmqBaseOf(waitingBase) .. 'marker', 0, '0')
+    end
+  end
+end
+
 -- Takes one ended job out of every counter it is in, and wakes the queues waiting on those buckets. Does
 -- nothing for a job that is still in flight (delivered again since) or was never counted; `ended`: the
 -- caller knows its last delivery ended (it was just taken from wait), whatever its lists say now.
@@ -133,13 +195,7 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
       elseif rcall('HINCRBY', key, '#', -cost) <= 0 then
         rcall('DEL', key)
       end
-      for _, waitingBase in ipairs(rcall('SMEMBERS', key .. ':q')) do
-        local wakeupsKey = waitingBase .. ':wakeups'
-        if rcall('ZSCORE', wakeupsKey, bucketId) then
-          rcall('ZADD', wakeupsKey, intArg(nowUs), bucketId)
-          rcall('ZADD', bullmqBaseOf(waitingBase) .. 'marker', 0, '0')
-        end
-      end
+      wakeWaiting(key, bucketId, nowUs)
     end
   end
   return released

@@ -3,7 +3,10 @@
   elsewhere (another slot, another node, another Redis: the namespace's grantor, lua/leaseTokens-1.lua).
   A bucket has room when this queue holds an unexpired token leased for it; a delivery spends one, or its
   cost there (a throttle's cost(): a token is one unit, and the grantor grants a class's deliveries with
-  their cost in every bucket, lua/leaseTokens-1.lua).
+  their cost in every bucket, lua/leaseTokens-1.lua). A bucket whose throttle has a concurrency also needs
+  that many of the calling worker's units: the worker holds them from the grantor and counts its jobs in
+  them itself (src/delivery/leased/concurrencyHolds.ts); the call is lent the free ones, spends them with
+  the job's cost, and names what each job spent in its reply.
 
   Tokens (this queue's slot):
     <queueBase>:lp:<bucket id>   ZSET entry -> expiry (us, this node's clock): the bucket's pool, one entry per
@@ -57,7 +60,9 @@
 
 local leasedContext
 -- Set by the including script: the refill mark (its ARGV) and the queue's config generation.
-local leaseArgs = { refillBelow = 0, gen = '' }
+-- concurrent: encoded names of the throttles with a concurrency; free: bucket id -> units of it the calling
+-- worker holds and has free (lent to this call); spends: { job id, { bucket id, units, ... } } spent here.
+local leaseArgs = { refillBelow = 0, gen = '', concurrent = {}, free = {}, spends = {} }
 local LEASED_ROOM = {
   -- A class waiting for tokens with no word from the grantor looks again after this long (the worker's
   -- lease request normally answers first, and its deposit wakes the class).
@@ -124,6 +129,8 @@ local function roomSource(bucket)
   for i = 1, #entries, 2 do count = count + unitsOf(entries[i]) end
   -- next: the entry spent from; taken: tokens taken from it so far (written back by saveRoom).
   pool = { key = key, bucket = bucket, count = count, entries = entries, next = 1, taken = 0 }
+  -- A bucket with a concurrency needs the calling worker's units too (nil: it has none to need).
+  if leaseArgs.concurrent[bucket.name] then pool.units = leaseArgs.free[bucket.id] or 0 end
   pools[bucket.id] = pool
   return pool
 end
@@ -159,6 +166,7 @@ local function savePool(pool)
 end
 
 local function roomLeft(pool)
+  if pool.units and pool.units < pool.count then return pool.units end
   return pool.count
 end
 
@@ -172,7 +180,10 @@ local function roomSaidAtUs(pool)
 end
 
 local function roomReturnsAtUs(pool, cost)
-  if pool.count >= (cost or 1) then return 0 end
+  cost = cost or 1
+  if pool.count >= cost and (pool.units == nil or pool.units >= cost) then return 0 end
+  -- Tokens, but too few of the worker's units: asked for (noteBlocked), they come with the class's next lease.
+  if pool.count >= cost then return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US end
   local said = roomSaidAtUs(pool)
   if said and said > leasedContext.now then return said end
   return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
@@ -183,6 +194,17 @@ local function spendRoom(pool, fresh, jobId, cost)
   cost = cost or 1
   if cost <= 0 then return end
   takeTokens(pool, cost)
+  if pool.units then
+    pool.units = pool.units - cost
+    local spends = leaseArgs.spends
+    if spends[#spends - 1] ~= jobId then
+      spends[#spends + 1] = jobId
+      spends[#spends + 1] = {}
+    end
+    local units = spends[#spends]
+    units[#units + 1] = pool.bucket.id
+    units[#units + 1] = cost
+  end
   pool.count = pool.count - cost
   pool.spent = (pool.spent or 0) + cost
   pool.spentBy = (pool.spentBy or 0) + 1
@@ -236,6 +258,8 @@ end
 -- Too few tokens now for `cost`, but a refill asked for less than h ago and the grantor never said it has no room.
 function comingRoom.soon(pool, cost)
   if pool.count >= (cost or 1) then return false end
+  -- The worker's units are not on their way: the job is filed, and its class leased for.
+  if pool.units and pool.units < (cost or 1) then return false end
   local dryKey = leasedContext.queueBase .. ':lease-dry'
   local since = tonumber(rcall('HGET', dryKey, pool.bucket.id))
   if since == nil or since < 0 then return false end
@@ -265,7 +289,7 @@ function comingRoom.askedSoon(member)
   return rank ~= false and rank < LEASED_ROOM.SOON_RANK
 end
 
--- Leased delivery counts no concurrency (a throttle with one is refused for leased queues).
+-- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
 local function freshJobTaken(jobId) end
 
 local function noteBlocked(member, order, bucket, atUs)

@@ -57,19 +57,6 @@ export function checkConcurrency(throttle: string, n: unknown): number {
   return n;
 }
 
-/**
- * Concurrency is counted by the script that moves a job to active, beside the job (exact delivery), where
- * bullmq's lock of each job in flight can be looked at: a queue whose throttles are counted elsewhere (leased
- * delivery) cannot count it yet.
- */
-export function checkConcurrencyDelivery(throttle: string, queues: readonly string[]): void {
-  if (queues.length === 0) return;
-  throw new InvalidThrottleError(
-    `Throttle '${throttle}' declares concurrency(), and ${queues.map((q) => `'${q}'`).join(', ')} deliver in leased mode (their keys and the throttle's are in different Redis Cluster slots, or the grantor option is set): `
-    + 'concurrency is counted only in exact delivery for now. Give those queues the namespace\'s hash tag (see docs/cluster.md) and leave out the grantor option, or drop concurrency() from the throttle.',
-  );
-}
-
 function describeRate(rate: Rate): string {
   return `rate(${rate.n}, '${formatWindow(rate.perMs)}', { burst: ${rate.burst} })`;
 }

@@ -20,6 +20,8 @@ export interface Delivery {
   readonly mode: 'exact' | 'leased';
   /** The next jobs that fit, each locked with its slot's token and moved to active. */
   take(call: DeliveryCall): Promise<TakeReply>;
+  /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
+  jobEnded(jobId: string): Promise<void>;
   /** The worker is closing; gives back what it holds, through connections still open. */
   stop(runners: StopRunners): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import { ScriptRunner } from '../lua/scripts';
+import { InFlightRelease } from '../worker/inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { deliveredAny, parseTakeReply, TakeCall, takeNextJobsCall, TakeReply } from './takeNextJobs';
@@ -23,8 +24,18 @@ export class ExactDelivery implements Delivery {
   private readonly confirmation: ReplicaConfirmation;
 
   /** `nodeKey`: a HASH of the queue's slot that describes its node (ThrottleKeys' queue(...).node). */
-  constructor(private readonly runner: () => ScriptRunner, private readonly context: DeliveryContext, nodeKey: string) {
+  constructor(
+    private readonly runner: () => ScriptRunner,
+    private readonly context: DeliveryContext,
+    nodeKey: string,
+    private readonly inFlight: InFlightRelease,
+  ) {
     this.confirmation = new ReplicaConfirmation(() => nodeKey);
+  }
+
+  /** The job's entries in its buckets' in-flight counters go (lua/releaseInFlight-1.lua). */
+  jobEnded(jobId: string): Promise<void> {
+    return this.inFlight.jobEnded(jobId);
   }
 
   async take(call: DeliveryCall): Promise<TakeReply> {

@@ -8,6 +8,7 @@ import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/
 import { Delivery } from './Delivery';
 import { deliveryMode } from './deliveryMode';
 import { DeliveryContext, ExactDelivery } from './ExactDelivery';
+import { InFlightRelease } from '../worker/inFlightRelease';
 import { LeasedDelivery } from './leased/LeasedDelivery';
 
 /** What choosing and building a worker's delivery needs. */
@@ -29,6 +30,10 @@ export interface DeliverySetup {
   readonly call: (leaseMs: number) => ReturnType<DeliveryContext>;
   /** Encoded names of the throttles the queue declares now. */
   readonly throttles: () => string[];
+  /** Encoded names of those with a concurrency. */
+  readonly concurrencyThrottles: () => string[];
+  /** A leased worker's hold of concurrency lapses this long after its last renewal (lockDuration + stalledInterval). */
+  readonly holdMs: () => number;
   readonly concurrency: () => number;
   readonly onTokens: () => void;
   readonly report: (what: string, error: unknown) => void;
@@ -59,7 +64,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   logger.info({ queue, delivery: mode, leaseMs }, `${mode} delivery`);
   const call = () => setup.call(leaseMs);
   const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord);
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node) : new LeasedDelivery({
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger)) : new LeasedDelivery({
     queue: setup.runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,
@@ -67,6 +72,8 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
     durableRedis: setup.durableRedis,
     queueId: `${setup.prefix}:${queue}`,
     throttles: setup.throttles,
+    concurrencyThrottles: setup.concurrencyThrottles,
+    holdMs: setup.holdMs,
     workerId: setup.workerId,
     workersKey: queueKeys.workers,
     queueBase: queueKeys.base,

@@ -86,6 +86,7 @@ export class ThrottleGate implements Gate {
   private closed = false;
   private workerName = '';
   private lockDuration = 30_000;
+  private stalledInterval = 30_000;
   /** The worker's bullmq `limiter` option: the delivery script applies it as bullmq's moveToActive does. */
   private limiter?: { max: number; duration: number };
   private readonly failures: GateFailures;
@@ -105,6 +106,7 @@ export class ThrottleGate implements Gate {
       queue: options.queue, logger: options.logger, keys: this.keys, queueKeys: this.queueKeys, workerId: this.workerId,
       declarationTtlMs: options.declarationTtlMs, config: () => this.lifecycle.config, classifier: () => this.classifier,
       runner: () => this.runner, namespaceRunner: () => this.namespaceRunner, workerClient: () => this.workerClient,
+      delivery: () => this.delivery,
     });
     this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
     this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
@@ -151,10 +153,11 @@ export class ThrottleGate implements Gate {
    * its Worker). The adapter maps the line's hooks onto deliver, finishThenFetch, complete/completeFromArgs
    * and fetchAfterMove, so that every delivery goes through the throttles.
    */
-  attach(queue: GatedQueue, workerOptions: { name?: string; lockDuration?: number; limiter?: { max: number; duration: number } }): void {
+  attach(queue: GatedQueue, workerOptions: { name?: string; lockDuration?: number; stalledInterval?: number; limiter?: { max: number; duration: number } }): void {
     this.backend = queue;
     this.workerName = workerOptions.name ?? '';
     this.lockDuration = workerOptions.lockDuration ?? 30_000;
+    this.stalledInterval = workerOptions.stalledInterval ?? 30_000;
     this.limiter = workerOptions.limiter;
     this.completer = new JobCompleter({
       queue: this.options.queue,
@@ -367,6 +370,8 @@ export class ThrottleGate implements Gate {
         lockDuration: this.lockDuration, leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
       }),
       throttles: () => (this.lifecycle.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
+      concurrencyThrottles: () => (this.lifecycle.config?.throttles ?? []).filter((t) => t.maxInFlight !== undefined).map((t) => encodeSegment(t.name)),
+      holdMs: () => this.lockDuration + this.stalledInterval,
       concurrency: this.options.concurrency,
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),

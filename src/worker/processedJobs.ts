@@ -4,8 +4,8 @@ import { RetryAfterError } from '../errors/RetryAfterError';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
+import type { Delivery } from '../delivery/Delivery';
 import { DispatchDelay } from './dispatchDelay';
-import { InFlightRelease } from './inFlightRelease';
 import { JobClassifier } from './jobClassifier';
 import { QueueConfig } from './queueConfig';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
@@ -23,6 +23,7 @@ export interface ProcessedJobsContext {
   runner(): ScriptRunner | undefined;
   namespaceRunner(): ScriptRunner | undefined;
   workerClient(): RedisClient | undefined;
+  delivery(): Delivery | undefined;
 }
 
 /**
@@ -32,11 +33,8 @@ export interface ProcessedJobsContext {
  */
 export class ProcessedJobs {
   readonly dispatchDelay = new DispatchDelay();
-  private readonly inFlight: InFlightRelease;
 
-  constructor(private readonly context: ProcessedJobsContext) {
-    this.inFlight = new InFlightRelease(() => context.runner(), context.queueKeys, context.logger);
-  }
+  constructor(private readonly context: ProcessedJobsContext) {}
 
   /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
   started(processedOn: number | undefined): void {
@@ -65,8 +63,9 @@ export class ProcessedJobs {
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string | undefined): Promise<void> {
     const counted = this.context.config()?.throttles.some((t) => t.maxInFlight !== undefined);
-    if (!counted || jobId === undefined) return Promise.resolve();
-    return this.inFlight.jobEnded(jobId);
+    const delivery = this.context.delivery();
+    if (!counted || jobId === undefined || !delivery) return Promise.resolve();
+    return delivery.jobEnded(jobId);
   }
 
   /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */

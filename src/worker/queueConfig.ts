@@ -4,7 +4,7 @@ import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { luaClassSpec } from './luaClassSpec';
-import { checkConcurrencyDelivery, checkRateLease } from '../declarations/validateLimits';
+import { checkRateLease } from '../declarations/validateLimits';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
@@ -46,8 +46,6 @@ export function entriesDeclaring<E extends RegistryEntry>(entries: readonly E[],
 export function effectiveThrottle(entries: readonly RegistryEntry[], name: string): EffectiveThrottle {
   const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
-  const leasedQueues = [...new Set(declaring.filter((e) => e.delivery === 'leased').map((e) => e.queue))];
-  if (merged.maxInFlight !== undefined) checkConcurrencyDelivery(name, leasedQueues);
   if (!merged.tokenRate) return merged;
   const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
   checkRateLease(name, merged.tokenRate, rateLeaseMs);

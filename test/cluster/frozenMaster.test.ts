@@ -1,7 +1,9 @@
 import { Queue, QueueKeys } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { DeliveryVoidedError, Throttle, ThrottledWorker, ThrottleKeys } from '../../src';
+import pino from 'pino';
 import { ExactDelivery } from '../../src/delivery/ExactDelivery';
+import { InFlightRelease } from '../../src/worker/inFlightRelease';
 import { takeNextJobs, TakeReply } from '../../src/delivery/takeNextJobs';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { newClusterClient } from '../support/clusterClient';
@@ -75,7 +77,7 @@ test('calls answered by a master replaced while frozen: a bare one delivers, exa
       return now && now.port !== master.port ? done(undefined) : notYet(`served by ${now?.port ?? 'nobody'}`);
     }, { timeoutMs: 30_000, intervalMs: 100 });
     bareReply = takeNextJobs(bare, { ...context, tokens: ['a1', 'a2', 'a3'], workerName: '', gen, lateAfterUs: 0 });
-    exactReply = new ExactDelivery(() => confirmed, () => context, queueKeys.node).take({ tokens: ['b1', 'b2', 'b3'], name: '', gen });
+    exactReply = new ExactDelivery(() => confirmed, () => context, queueKeys.node, new InFlightRelease(() => confirmed, queueKeys, pino({ level: 'silent' }))).take({ tokens: ['b1', 'b2', 'b3'], name: '', gen });
     exactReply.catch(() => undefined);
     await sleep(200);
   } finally {

@@ -1,10 +1,10 @@
 import { DelayedError, Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { InvalidThrottleError, Key, Throttle, ThrottleAdmin } from '../../src';
+import { Key, Throttle, ThrottleAdmin } from '../../src';
 import { testRedisUrl } from '../support/testRedis';
 import { watchCommand } from '../../src/cli/commands/watch';
 import { newRedis } from '../support/redis';
-import { connectionFor, waitFor, WorkerTestBed } from '../support/bullmq';
+import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { mostAtOnce } from '../support/inFlight';
 
 // Throttle.concurrency(n): at most n jobs of a bucket in flight, from delivery to the end of the job.
@@ -151,11 +151,4 @@ describe('concurrency', () => {
     }
   });
 
-  it('a worker delivering in leased mode (the grantor option) fails at start: concurrency is counted in exact delivery only', async () => {
-    const worker = bed.worker('leased', async () => undefined, {
-      throttles: [Throttle.named('crawl').concurrency(2)], grantor: { connection: connectionFor() },
-    });
-    await expect(worker.waitUntilReady()).rejects.toThrow(InvalidThrottleError);
-    await expect(worker.waitUntilReady()).rejects.toThrow(/concurrency is counted only in exact delivery/);
-  });
 });

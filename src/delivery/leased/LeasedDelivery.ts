@@ -3,7 +3,8 @@ import { ScriptRunner } from '../../lua/scripts';
 import { Delivery, DeliveryCall, StopRunners } from '../Delivery';
 import { DeliveryContext } from '../ExactDelivery';
 import { TakeReply } from '../takeNextJobs';
-import { GrantorTarget, leaseTokens, LeaseRequest, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
+import { ConcurrencyHolds } from './concurrencyHolds';
+import { GrantorTarget, leaseTokens, LeaseRequest, renewHolds, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
 import { LeaseBook } from './leaseBook';
 import { Deposit, returnGroupAt, ReturnGroup, takeLeasedJobs } from './takeLeasedJobs';
 
@@ -23,6 +24,10 @@ export interface LeasedContext {
   queueId: string;
   /** Encoded names of the throttles the queue declares now. */
   throttles(): string[];
+  /** Encoded names of those with a concurrency (their units are held from the grantor: concurrencyHolds.ts). */
+  concurrencyThrottles(): string[];
+  /** A hold's lifetime: lockDuration + stalledInterval, by when bullmq takes a dead worker's jobs back. */
+  holdMs(): number;
   workerId: string;
   /** The queue's workers set and our keys' base (withdrawLeases). */
   workersKey: string;
@@ -45,7 +50,14 @@ export interface LeasedContext {
 export class LeasedDelivery implements Delivery {
   readonly mode = 'leased';
   private readonly book: LeaseBook;
+  /** A lease request or a renewal of the holds: one call to the grantor at a time (concurrencyHolds.ts). */
   private leasing?: Promise<void>;
+  private readonly holds = new ConcurrencyHolds();
+  /** The worker's units may be spent until then (performance.now()): its holds lapse no sooner. */
+  private usableUntil = 0;
+  /** When the last renewal (or first grant) that set every hold's lapse was sent (performance.now()). */
+  private renewedAt = 0;
+  private renewTimer?: NodeJS.Timeout;
   /** Slots the last call with slots could not serve. */
   private asking = 0;
   private last: { name: string; gen: string } = { name: '', gen: '' };
@@ -56,14 +68,28 @@ export class LeasedDelivery implements Delivery {
 
   async take(call: DeliveryCall, deposits: readonly Deposit[] = [], depositsNode = ''): Promise<TakeReply> {
     this.last = { name: call.name, gen: call.gen };
-    const { reply, lease } = await takeLeasedJobs(
-      this.context.queue(),
-      { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
-      this.leasing ? 0 : WANTS_LIMIT,
-      this.book.refillBelow(),
-      deposits,
-      depositsNode,
-    );
+    const throttles = this.context.concurrencyThrottles();
+    // Units go only to calls that can deliver, and only while the holds they come from have not lapsed.
+    const lent = throttles.length > 0 && call.tokens.length > 0 && performance.now() < this.usableUntil ? this.holds.lend() : { free: [], freed: [] };
+    let result: Awaited<ReturnType<typeof takeLeasedJobs>>;
+    try {
+      result = await takeLeasedJobs(
+        this.context.queue(),
+        { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
+        this.leasing ? 0 : WANTS_LIMIT,
+        this.book.refillBelow(),
+        deposits,
+        depositsNode,
+        { throttles, ...lent },
+      );
+    } catch (error) {
+      // (A call that ran and lost its reply delivered jobs this worker never runs: their units count nothing.)
+      this.holds.unlend(lent.free);
+      throw error;
+    }
+    const { reply, lease } = result;
+    this.holds.settle(lent.free, lease.spends, Date.now());
+    if (throttles.length > 0) this.keepRenewing();
     this.book.expired(lease.expired);
     this.book.delivered(reply.jobs.length, Date.now());
     if (lease.returns.length > 0) this.giveBack(lease.returns);
@@ -82,8 +108,12 @@ export class LeasedDelivery implements Delivery {
   }
 
   private async leaseAndDeposit(requests: readonly LeaseRequest[], requestUs: number, node: string): Promise<void> {
-    const asker = { queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis };
+    const asker = {
+      queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis,
+      holder: this.context.workerId, holdMs: this.context.holdMs(), credit: this.holds.credit(),
+    };
     const sentMs = Date.now();
+    const sentAt = performance.now();
     let answer = await leaseTokens(this.context.grantor(), asker, requests);
     if (answer.status === 'report') {
       // The grantor is rebuilding its counts after a restart or failover: tell it what this queue delivered.
@@ -92,6 +122,7 @@ export class LeasedDelivery implements Delivery {
       answer = await leaseTokens(this.context.grantor(), asker, requests);
     }
     this.book.answered(requests, answer.results, Date.now(), Date.now() - sentMs);
+    this.heldMore(answer.results.flatMap((r) => r.held), sentAt);
     const nonce = randomBytes(6).toString('base64url');
     const deposits: Deposit[] = requests.map((request, i) => ({
       member: request.member, requestUs, grantUs: answer.grantUs, nonce: `${nonce}.${i}`,
@@ -100,6 +131,57 @@ export class LeasedDelivery implements Delivery {
     // Into the pools now, in a call with no slot of its own (any worker of the queue may spend them).
     await this.take({ tokens: [], name: this.last.name, gen: this.last.gen }, deposits, node);
     if (deposits.some((d) => d.count > 0)) this.context.onTokens();
+  }
+
+  /** A grant added units to the worker's holds: they lapse a lifetime after the request was sent, at the soonest. */
+  private heldMore(held: readonly (readonly [string, number])[], sentAt: number): void {
+    if (held.length === 0) return;
+    if (this.holds.heldTotal === 0) {
+      // The first hold (or the first since all were given back): it alone sets when the units lapse.
+      this.renewedAt = sentAt;
+      this.usableUntil = sentAt + this.context.holdMs() - HOLD_MARGIN_MS;
+    }
+    for (const [bucketId, units] of held) this.holds.granted(bucketId, units, Date.now());
+  }
+
+  /** A job this worker ran has ended: the units it held are free for the worker's next jobs. */
+  jobEnded(jobId: string): Promise<void> {
+    const freed = this.holds.jobEnded(jobId, Date.now());
+    if (freed.length > 0) {
+      // Classes told to wait for these buckets' room may have it now (the grantor could not know): they ask
+      // again, and the slots waiting look again.
+      this.book.roomReturned(freed);
+      this.context.onTokens();
+    }
+    return Promise.resolve();
+  }
+
+  /** Renews the holds while there are any (every quarter of their lifetime), and gives back idle units. */
+  private keepRenewing(): void {
+    if (this.renewTimer) return;
+    const tickMs = Math.max(50, Math.min(RENEW_TICK_MS, this.context.holdMs() / 8));
+    this.renewTimer = setInterval(() => this.renewIfDue(), tickMs);
+    this.renewTimer.unref();
+  }
+
+  private renewIfDue(): void {
+    if (this.leasing) return;
+    const holdMs = this.context.holdMs();
+    this.holds.releaseIdle(Date.now(), IDLE_UNITS_MS);
+    const due = this.holds.heldTotal > 0 && performance.now() - this.renewedAt >= holdMs / 4;
+    if (!due && !this.holds.changedSinceRenewal) return;
+    const holds = this.holds.renewal();
+    const sentAt = performance.now();
+    this.leasing = renewHolds(this.context.grantor(), this.context.workerId, holdMs, holds)
+      .then(() => {
+        this.renewedAt = sentAt;
+        this.usableUntil = sentAt + holdMs - HOLD_MARGIN_MS;
+      })
+      .catch((error) => {
+        this.holds.unsent(holds);
+        this.context.report('renewing concurrency holds', error);
+      })
+      .finally(() => { this.leasing = undefined; });
   }
 
   private giveBack(groups: readonly ReturnGroup[]): void {
@@ -112,6 +194,12 @@ export class LeasedDelivery implements Delivery {
     // A lease stuck on a grantor that does not answer (a failover under way) must not hold up close(): after
     // STOP_WAIT_MS it is left, and what it may still deposit expires unspent (a waste, never an excess).
     await withTimeout(this.leasing, STOP_WAIT_MS);
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    const dropped = this.holds.dropAll();
+    // Every job of this worker has ended by now: its holds go (lapsing by themselves if this is lost).
+    if (dropped.length > 0) {
+      await withTimeout(renewHolds({ ...this.context.grantor(), runner: runners.grantor }, this.context.workerId, this.context.holdMs(), dropped).catch(() => 0), STOP_WAIT_MS);
+    }
     const reply = (await runners.queue.run('withdrawLeases', [this.context.workersKey], [this.context.queueBase, this.context.workerId])) as unknown[];
     const groups: ReturnGroup[] = [];
     for (let i = 0; i < Number(reply[0]); i++) groups.push(returnGroupAt(reply, 1 + 5 * i));
@@ -122,6 +210,12 @@ export class LeasedDelivery implements Delivery {
 
 /** How long closing waits for a lease in flight, and for the return of the pools' tokens. */
 const STOP_WAIT_MS = 2_000;
+/** Units of concurrency are spent until this long before their hold could lapse (clocks and delays). */
+const HOLD_MARGIN_MS = 1_000;
+/** Free units unused this long go back to the grantor (other workers and queues may need them). */
+const IDLE_UNITS_MS = 500;
+/** How often the holds are looked at: renewed when a quarter of their lifetime has passed, or lowered. */
+const RENEW_TICK_MS = 250;
 
 function withTimeout(work: Promise<unknown> | undefined, ms: number): Promise<void> {
   if (!work) return Promise.resolve();

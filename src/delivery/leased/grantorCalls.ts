@@ -1,5 +1,6 @@
 import { ScriptRunner } from '../../lua/scripts';
 import { ReplicaConfirmation } from '../../redis/ReplicaConfirmation';
+import { BucketUnits } from './concurrencyHolds';
 import { ReturnGroup } from './takeLeasedJobs';
 
 /** Where the namespace's grantor is: the connection that reaches its slot, and the keys that name it. */
@@ -32,14 +33,16 @@ export interface LeaseAnswer {
   status: 'decided' | 'report' | 'wait';
   /**
    * Per request: deliveries granted (each its cost in tokens in every bucket); when more would fit (ms; 0: all granted; -1: a throttle is not declared);
-   * the bucket id whose room comes last ('' when all were granted).
+   * the bucket id whose room comes last ('' when all were granted); the units of concurrency added to the
+   * worker's hold, by bucket (lua/includes/inFlightCounter.lua).
    */
-  results: { granted: number; roomInMs: number; lacking: string }[];
+  results: { granted: number; roomInMs: number; lacking: string; held: BucketUnits[] }[];
 }
 
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
-  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', requests.length];
+  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', asker.holder, asker.holdMs];
+  args.push(asker.credit.length, ...asker.credit.flat(), requests.length);
   for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.buckets.length, ...request.buckets);
   const call = { name: 'leaseTokens', keys: [grantor.slotKey], args };
   const reply = (await grantor.confirmation.run(grantor.runner, call, grantedAny(requests.length))) as (number | string)[];
@@ -47,8 +50,31 @@ export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests
   return {
     grantUs: Number(reply[0]),
     status: status === 1 ? 'report' : status === 2 ? 'wait' : 'decided',
-    results: requests.map((_, i) => ({ granted: Number(reply[2 + 3 * i]), roomInMs: Number(reply[3 + 3 * i]), lacking: String(reply[4 + 3 * i] ?? '') })),
+    results: requests.map((request, i) => ({
+      granted: Number(reply[2 + 4 * i]), roomInMs: Number(reply[3 + 4 * i]), lacking: String(reply[4 + 4 * i] ?? ''),
+      held: heldUnits(request, String(reply[5 + 4 * i] ?? '')),
+    })),
   };
+}
+
+/** "<j>:<units>,..." (the j-th bucket of the request, from 1) -> units added to the hold, by bucket id. */
+function heldUnits(request: LeaseRequest, text: string): BucketUnits[] {
+  if (text === '') return [];
+  return text.split(',').map((part) => {
+    const [j, units] = part.split(':');
+    return [request.buckets[Number(j) - 1].split('$')[0], Number(units)] as const;
+  });
+}
+
+/**
+ * Sets what this worker holds of its throttles' concurrency (lua/renewHolds-1.lua): each bucket's hold, renewed
+ * for `holdMs`; 0 drops it. Resolves to what the grantor counted for the worker before.
+ */
+export async function renewHolds(grantor: GrantorTarget, holder: string, holdMs: number, holds: readonly BucketUnits[]): Promise<number> {
+  const call = { name: 'renewHolds', keys: [grantor.slotKey], args: [grantor.throttlePrefix, holder, holdMs, holds.length, ...holds.flat()] };
+  // Confirmed like a grant: a renewal a failover loses could let a hold lapse before its worker stops spending it.
+  const reply = (await grantor.confirmation.run(grantor.runner, call, () => true)) as number[];
+  return Number(reply[1]);
 }
 
 /** A leaseTokens reply granted at least one token (a deposed grantor's grants must not be spent). */
@@ -56,7 +82,7 @@ function grantedAny(requests: number): (raw: unknown) => boolean {
   return (raw) => {
     const reply = raw as (number | string)[];
     if (Number(reply[1]) !== 0) return false;
-    for (let i = 0; i < requests; i++) if (Number(reply[2 + 3 * i]) > 0) return true;
+    for (let i = 0; i < requests; i++) if (Number(reply[2 + 4 * i]) > 0) return true;
     return false;
   };
 }
@@ -66,6 +92,12 @@ export interface Asker {
   readonly queueId: string;
   readonly leaseMs: number;
   readonly durableRedis: boolean;
+  /** The worker: the holder of the units of concurrency a grant adds (lua/includes/inFlightCounter.lua). */
+  readonly holder: string;
+  /** A hold's lifetime: it lapses this long after its last grant or renewal. */
+  readonly holdMs: number;
+  /** Units the worker holds and has free, by bucket: a grant uses them first. */
+  readonly credit: readonly BucketUnits[];
 }
 
 /**

@@ -116,6 +116,13 @@ export class LeaseBook {
     if (this.retryAt.size > 10_000) for (const [member, at] of this.retryAt) if (at <= nowMs) this.retryAt.delete(member);
   }
 
+  /** Units of these buckets' concurrency came free in this worker: classes waiting on them ask again at once. */
+  roomReturned(bucketIds: readonly string[]): void {
+    for (const member of this.retryAt.keys()) {
+      if (classBuckets(member).some((b) => bucketIds.includes(b.id))) this.retryAt.delete(member);
+    }
+  }
+
   expired(count: number): void {
     this.expiredSinceLease += count;
   }

@@ -1,5 +1,6 @@
 import { ScriptRunner } from '../../lua/scripts';
 import { parseTakeReply, TakeCall, takeJobsInput, TakeReply } from '../takeNextJobs';
+import { BucketUnits } from './concurrencyHolds';
 
 /** Tokens the grantor granted (or refused) for one class, to be put in the queue's pools. */
 export interface Deposit {
@@ -36,7 +37,21 @@ export interface LeaseReply {
   /** Classes waiting for tokens, first in queue order, with their held jobs (-1: a flowing class whose pool ran low). */
   wanted: { member: string; held: number }[];
   returns: ReturnGroup[];
+  /** Jobs delivered on the calling worker's units of concurrency, with what each spent per bucket. */
+  spends: Map<string, BucketUnits[]>;
 }
+
+/** The calling worker's concurrency, for one call (src/delivery/leased/concurrencyHolds.ts). */
+export interface CallerUnits {
+  /** Encoded names of the queue's throttles with a concurrency: their buckets need the worker's units. */
+  readonly throttles: readonly string[];
+  /** Units the worker has free, lent to this call. */
+  readonly free: readonly BucketUnits[];
+  /** Buckets whose units were freed since the worker's last call. */
+  readonly freed: readonly string[];
+}
+
+const NO_UNITS: CallerUnits = { throttles: [], free: [], freed: [] };
 
 /** The return group of 5 fields at `at` (lua/takeLeasedJobs-19.lua, lua/withdrawLeases-1.lua). */
 export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
@@ -46,16 +61,30 @@ export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
 /** One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. */
 export async function takeLeasedJobs(
   runner: ScriptRunner, call: TakeCall, wantsLimit: number, refillBelow: number, deposits: readonly Deposit[], depositsNode: string,
+  units: CallerUnits = NO_UNITS,
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput({ ...call, lateAfterUs: 0 });
   args.push(wantsLimit, depositsNode, refillBelow, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
+  args.push(units.throttles.length, ...units.throttles, units.free.length, ...units.free.flat(), units.freed.length, ...units.freed);
   const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
   const wantedCount = Number(lease[2]);
   const wanted: LeaseReply['wanted'] = [];
   for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[3 + 2 * i]), held: Number(lease[4 + 2 * i]) });
   const returnsAt = 3 + 2 * wantedCount;
   const returns: ReturnGroup[] = [];
-  for (let i = 0; i < Number(lease[returnsAt]); i++) returns.push(returnGroupAt(lease, returnsAt + 1 + 5 * i));
-  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns } };
+  const returnCount = Number(lease[returnsAt]);
+  for (let i = 0; i < returnCount; i++) returns.push(returnGroupAt(lease, returnsAt + 1 + 5 * i));
+  const spends = new Map<string, BucketUnits[]>();
+  let at = returnsAt + 1 + 5 * returnCount;
+  const spendCount = Number(lease[at++] ?? 0);
+  for (let i = 0; i < spendCount; i++) {
+    const jobId = String(lease[at]);
+    const k = Number(lease[at + 1]);
+    const units: BucketUnits[] = [];
+    for (let j = 0; j < k; j++) units.push([String(lease[at + 2 + 2 * j]), Number(lease[at + 3 + 2 * j])]);
+    spends.set(jobId, units);
+    at += 2 + 2 * k;
+  }
+  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns, spends } };
 }
