@@ -20,6 +20,7 @@ import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
 import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
 import { readCounter } from './readCounter';
+import { readInFlight } from './readInFlight';
 import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
 import pino from 'pino';
 import { DEFAULT_PREFIX } from '../options/defaults';
@@ -314,9 +315,7 @@ export class ThrottleAdmin {
     const rate = throttle.tokenRate
       ? readRate(throttle.tokenRate, await this.ns.get(this.keys.rateCounter(name, bucket)), Number((await this.ns.hget(this.keys.effectiveLimits(name), 'rh')) ?? 0), now)
       : null;
-    const inFlight = throttle.maxInFlight === undefined
-      ? null
-      : { max: throttle.maxInFlight, counted: Number((await this.ns.hget(this.keys.inFlightCounter(name, bucket), '#')) ?? 0) };
+    const inFlight = throttle.maxInFlight === undefined ? null : readInFlight(throttle.maxInFlight, await this.ns.hgetall(this.keys.inFlightCounter(name, bucket)));
     const declaring = entriesDeclaring(entries, name);
     const dispatchDelay = throttle.maxInFlight === undefined ? null : await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);

@@ -103,8 +103,12 @@ export interface BucketStats {
   bindingNow: string | null;
   /** The bucket's rate, if the throttle has one: what it lets go now, and when room returns. */
   rate: RateReading | null;
-  /** The bucket's concurrency, if the throttle has one: jobs counted in flight now (a job that ended is counted until its release, or a check within a second, takes it out). */
-  inFlight: { max: number; counted: number } | null;
+  /**
+   * The bucket's concurrency, if the throttle has one: jobs counted in flight now, in cost units (a job that ended is counted until its
+   * release, or a check within a second, takes it out). `leased`: of those, the units held by workers in leased delivery, for their jobs in
+   * flight and for their next ones (given back within about a second of going unused).
+   */
+  inFlight: { max: number; counted: number; leased: number } | null;
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */
   paused: { until: number | null } | null;
   waiting: number;

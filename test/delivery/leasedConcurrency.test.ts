@@ -1,8 +1,8 @@
 import { Job, Queue } from 'bullmq';
-import { Key, mostInAnyWindow, Throttle, ThrottledWorker } from '../../src';
+import { Cost, Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker } from '../../src';
 import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { connectionFor, waitFor } from '../support/bullmq';
-import { mostAtOnce } from '../support/inFlight';
+import { mostAtOnce, mostCostAtOnce } from '../support/inFlight';
 import { uniquePrefix } from '../support/redis';
 
 /**
@@ -87,6 +87,30 @@ describe('leased delivery with concurrency', () => {
     expect(mostAtOnce(spans)).toBeLessThanOrEqual(2);
     expect(spans.some((s) => s.where === 'exact')).toBe(true);
     expect(spans.some((s) => s.where === 'leased')).toBe(true);
+  });
+
+  it('costs against a concurrency, leased: the jobs in flight of a bucket never cost more than n together; stats count the units held', async () => {
+    const prefix = uniquePrefix('lconc-cost');
+    const gpu = Throttle.named('gpu-slots').key([Key.data('cluster')]).cost(Cost.data('gpus')).concurrency(8);
+    const spans: { cluster: string; from: number; to: number; cost: number }[] = [];
+    const processor = async (job: Job) => {
+      await sleep(20 + (job.data.gpus * 7) % 40);
+      spans.push({ cluster: job.data.cluster, from: job.processedOn!, to: Date.now(), cost: job.data.gpus });
+    };
+    const queues = servers.map((server) => queueOn(server.url, 'training', prefix));
+    for (const server of servers) workerOn(server.url, 'training', prefix, processor, [gpu], true);
+    for (const queue of queues) {
+      await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'train', data: { cluster: i % 2 ? 'east' : 'west', gpus: [1, 4, 2, 8, 3][i % 5] } })));
+    }
+    const admin = new ThrottleAdmin({ connection: connectionFor(servers[0].url), prefix, grantor: { connection: connectionFor(grantorServer.url) } });
+    closers.push(() => admin.close());
+    await waitFor(async () => (await admin.throttleBucket('gpu-slots', ['east'])).inFlight!.leased > 0, 10_000, 'units of east held by the leased workers');
+    await waitFor(() => spans.length === 60, 60_000, 'every job ran');
+    for (const cluster of ['east', 'west']) {
+      const mine = spans.filter((s) => s.cluster === cluster);
+      expect(mostCostAtOnce(mine)).toBeLessThanOrEqual(8);
+      expect(mostCostAtOnce(mine)).toBeGreaterThanOrEqual(6);
+    }
   });
 
   it('units a worker no longer uses go back: another queue\'s worker gets them', async () => {
