@@ -100,7 +100,13 @@ for d = 1, deliveries do
   else
     local granted = wanted
     for i, counters in ipairs(sources) do
-      if counters.inFlight then counters.inFlight.credit = credit[ids[i]] or 0 end
+      local inFlight = counters.inFlight
+      if inFlight then
+        -- Free units count only as far as the worker's hold here is alive and holds them.
+        inFlight.credit = math.min(credit[ids[i]] or 0, leasedHolds.heldBy(inFlight, holder, nowMs))
+        -- Lapsed holds go before a grant of less than it asks for would be decided.
+        inFlightRoom(inFlight, wanted * costs[i])
+      end
       local room = bucketRoom(counters)
       if refill then room = math.floor(room / 2) end
       granted = math.min(granted, math.floor(room / costs[i]))
@@ -116,7 +122,7 @@ for d = 1, deliveries do
         local fromCredit = math.min(inFlight.credit, used)
         credit[ids[i]] = inFlight.credit - fromCredit
         if used > fromCredit then
-          addToHold(inFlight, holder, used - fromCredit, nowMs + holdMs)
+          leasedHolds.add(inFlight, holder, used - fromCredit, nowMs, nowMs + holdMs)
           held[#held + 1] = indexes[i] .. ':' .. (used - fromCredit)
         end
       end

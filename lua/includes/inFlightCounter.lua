@@ -29,7 +29,8 @@
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
   delivery: the queue's keys and its throttles' share one).
 ]]
-local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight, setHold, addToHold, wakeWaiting
+-- leasedHolds: { set, add, heldBy, wakeWaiting } (one table: the delivery scripts' main chunk is near Lua's 200 locals).
+local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight, leasedHolds
 do
 local CHECK_MS = 1000
 -- A queue that stops waiting on a bucket drops out of its :q within this (a day); one that waits is named again.
@@ -111,7 +112,7 @@ function inFlightRoom(counter, need)
 end
 
 -- Sets what a holder holds (0: nothing), lapsing at expiresMs unless set again.
-function setHold(counter, holder, units, expiresMs)
+local function setHold(counter, holder, units, expiresMs)
   local entry = '~' .. holder
   local old = tonumber(rcall('HGET', counter.key, entry)) or 0
   if units > 0 then
@@ -127,9 +128,18 @@ function setHold(counter, holder, units, expiresMs)
   end
 end
 
--- Adds units to a holder's hold (a grant), which then lapses at expiresMs unless renewed.
-function addToHold(counter, holder, units, expiresMs)
-  setHold(counter, holder, (tonumber(rcall('HGET', counter.key, '~' .. holder)) or 0) + units, expiresMs)
+-- What a holder holds now: 0 once its hold lapsed (even before a sweep dropped it) or if it has none.
+local function heldBy(counter, holder, nowMs)
+  local entry = '~' .. holder
+  local expiresMs = tonumber(rcall('ZSCORE', counter.key .. ':h', entry))
+  if expiresMs == nil or expiresMs <= nowMs then return 0 end
+  return tonumber(rcall('HGET', counter.key, entry)) or 0
+end
+
+-- Adds units to a holder's hold (a grant), which then lapses at expiresMs unless renewed. A lapsed hold
+-- starts again from nothing: what it held may have been granted to others since.
+local function addToHold(counter, holder, units, nowMs, expiresMs)
+  setHold(counter, holder, heldBy(counter, holder, nowMs) + units, expiresMs)
 end
 
 -- A full bucket has room again when a job ends; the check above looks CHECK_MS after the last one.
@@ -160,7 +170,7 @@ function saveInFlight(counter, waitingQueueBase)
 end
 
 -- Room came back in the bucket: the queues whose classes wait on it (in this slot) look again now.
-function wakeWaiting(key, bucketId, nowUs)
+local function wakeWaiting(key, bucketId, nowUs)
   for _, waitingBase in ipairs(rcall('SMEMBERS', key .. ':q')) do
     local wakeupsKey = waitingBase .. ':wakeups'
     if rcall('ZSCORE', wakeupsKey, bucketId) then
@@ -200,4 +210,5 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
   end
   return released
 end
+leasedHolds = { set = setHold, add = addToHold, heldBy = heldBy, wakeWaiting = wakeWaiting }
 end -- of the block that keeps the helpers local

@@ -110,7 +110,8 @@ export class LeasedDelivery implements Delivery {
   private async leaseAndDeposit(requests: readonly LeaseRequest[], requestUs: number, node: string): Promise<void> {
     const asker = {
       queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis,
-      holder: this.context.workerId, holdMs: this.context.holdMs(), credit: this.holds.credit(),
+      // Free units count at the grantor only while the worker may still spend them.
+      holder: this.context.workerId, holdMs: this.context.holdMs(), credit: performance.now() < this.usableUntil ? this.holds.credit() : [],
     };
     const sentMs = Date.now();
     const sentAt = performance.now();
@@ -136,8 +137,10 @@ export class LeasedDelivery implements Delivery {
   /** A grant added units to the worker's holds: they lapse a lifetime after the request was sent, at the soonest. */
   private heldMore(held: readonly (readonly [string, number])[], sentAt: number): void {
     if (held.length === 0) return;
-    if (this.holds.heldTotal === 0) {
-      // The first hold (or the first since all were given back): it alone sets when the units lapse.
+    if (performance.now() >= this.usableUntil) {
+      // The first hold, or the first since the others could have lapsed (their free units are gone: the grantor
+      // starts a lapsed hold again from nothing): it sets when the units lapse.
+      this.holds.lapsed(this.holds.buckets());
       this.renewedAt = sentAt;
       this.usableUntil = sentAt + this.context.holdMs() - HOLD_MARGIN_MS;
     }
@@ -173,7 +176,8 @@ export class LeasedDelivery implements Delivery {
     const holds = this.holds.renewal();
     const sentAt = performance.now();
     this.leasing = renewHolds(this.context.grantor(), this.context.workerId, holdMs, holds)
-      .then(() => {
+      .then(({ lapsed }) => {
+        this.holds.lapsed(lapsed);
         this.renewedAt = sentAt;
         this.usableUntil = sentAt + holdMs - HOLD_MARGIN_MS;
       })

@@ -1,5 +1,7 @@
 /** Units of one bucket's concurrency, as a delivery call or the grantor names them. */
 export type BucketUnits = readonly [bucketId: string, units: number];
+/** A bucket's hold as a renewal tells it: units held, and how many of them the worker's jobs in flight use. */
+export type HoldRenewal = readonly [bucketId: string, units: number, inUse: number];
 
 /**
  * What a worker in leased delivery holds of its throttles' concurrency (`concurrency(n)`): the units the
@@ -96,16 +98,30 @@ export class ConcurrencyHolds {
     }
   }
 
-  /** What to tell the grantor in a renewal: every bucket held, and those dropped since, with 0. */
-  renewal(): BucketUnits[] {
+  /** What to tell the grantor in a renewal: every bucket held (units held, of those in use), and those dropped since, with 0. */
+  renewal(): HoldRenewal[] {
     const named = new Set([...this.held.keys(), ...this.changed]);
     this.changed.clear();
-    return [...named].map((bucketId) => [bucketId, this.held.get(bucketId) ?? 0] as const);
+    return [...named].map((bucketId) => [bucketId, this.held.get(bucketId) ?? 0, Math.min(this.held.get(bucketId) ?? 0, this.inUse.get(bucketId) ?? 0)] as const);
   }
 
   /** A renewal that failed: what it would have told is told by the next. */
-  unsent(holds: readonly BucketUnits[]): void {
+  unsent(holds: readonly HoldRenewal[]): void {
     for (const [bucketId] of holds) this.changed.add(bucketId);
+  }
+
+  /** The grantor had let these holds lapse: only the units of jobs in flight are held again, the free ones are gone. */
+  lapsed(bucketIds: readonly string[]): void {
+    for (const bucketId of bucketIds) {
+      const held = this.held.get(bucketId) ?? 0;
+      const inUse = Math.min(held, this.inUse.get(bucketId) ?? 0);
+      this.add(this.held, bucketId, inUse - held);
+    }
+  }
+
+  /** The buckets the worker holds units of. */
+  buckets(): string[] {
+    return [...this.held.keys()];
   }
 
   /** Units held in all. */
@@ -121,8 +137,8 @@ export class ConcurrencyHolds {
   }
 
   /** Closing, with every job ended: every hold goes. */
-  dropAll(): BucketUnits[] {
-    const named = [...new Set([...this.held.keys(), ...this.changed])].map((bucketId) => [bucketId, 0] as const);
+  dropAll(): HoldRenewal[] {
+    const named = [...new Set([...this.held.keys(), ...this.changed])].map((bucketId) => [bucketId, 0, 0] as const);
     this.held.clear();
     this.changed.clear();
     return named;

@@ -1,6 +1,6 @@
 import { ScriptRunner } from '../../lua/scripts';
 import { ReplicaConfirmation } from '../../redis/ReplicaConfirmation';
-import { BucketUnits } from './concurrencyHolds';
+import { BucketUnits, HoldRenewal } from './concurrencyHolds';
 import { ReturnGroup } from './takeLeasedJobs';
 
 /** Where the namespace's grantor is: the connection that reaches its slot, and the keys that name it. */
@@ -68,13 +68,14 @@ function heldUnits(request: LeaseRequest, text: string): BucketUnits[] {
 
 /**
  * Sets what this worker holds of its throttles' concurrency (lua/renewHolds-1.lua): each bucket's hold, renewed
- * for `holdMs`; 0 drops it. Resolves to what the grantor counted for the worker before.
+ * for `holdMs`; 0 drops it. Resolves to the grantor's clock (ms) and the buckets whose hold it had let lapse (only
+ * their units in use are held again).
  */
-export async function renewHolds(grantor: GrantorTarget, holder: string, holdMs: number, holds: readonly BucketUnits[]): Promise<number> {
+export async function renewHolds(grantor: GrantorTarget, holder: string, holdMs: number, holds: readonly HoldRenewal[]): Promise<{ nowMs: number; lapsed: string[] }> {
   const call = { name: 'renewHolds', keys: [grantor.slotKey], args: [grantor.throttlePrefix, holder, holdMs, holds.length, ...holds.flat()] };
   // Confirmed like a grant: a renewal a failover loses could let a hold lapse before its worker stops spending it.
-  const reply = (await grantor.confirmation.run(grantor.runner, call, () => true)) as number[];
-  return Number(reply[1]);
+  const reply = (await grantor.confirmation.run(grantor.runner, call, () => true)) as unknown[];
+  return { nowMs: Number(reply[0]), lapsed: reply.slice(2).map(String) };
 }
 
 /** A leaseTokens reply granted at least one token (a deposed grantor's grants must not be spent). */
