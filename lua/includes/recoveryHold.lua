@@ -8,7 +8,8 @@
     hold 'lease'   holdMs only: every token the previous node granted is spent or expired by then (rule 4),
                    and what was spent is counted again from the queues' records (leased delivery), or the
                    deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
-  holdMs covers h (the longest lease) and a margin for clock drift.
+  holdMs covers h (the longest lease) and a margin for clock drift. A throttle with a concurrency is held at
+  least until every leased worker renewed its holds (a node that lost them counts them again from those).
   Besides, a throttle declared by a queue that could not tell the grantor what it delivered lately (see
   includes/grantorRecovery) is held until the ms in <throttlePrefix>:grantor:holds (the record's field
   perThrottle says that hash is worth reading).
@@ -21,6 +22,8 @@ local beginRecoveryHold, holdThrottleUntil, recoveryHeldUntilUs
 do
 -- Clocks may run apart by this much over a hold: it is added to every hold.
 local HOLD_MARGIN_MS = 100
+-- Longer than the longest time between two renewals of a leased worker's concurrency holds.
+local CONCURRENCY_RENEW_MS = 5000
 
 local recoveryRecord
 
@@ -60,6 +63,9 @@ function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   else
     untilMs = untilMs + rateFillMs
   end
+  -- A concurrency's holds come back with each leased worker's next renewal (every 4 s at most,
+  -- src/delivery/leased/LeasedDelivery.ts): nothing is granted from it before then.
+  if limits.concurrency and untilMs < recoveryRecord.from + CONCURRENCY_RENEW_MS then untilMs = recoveryRecord.from + CONCURRENCY_RENEW_MS end
   return untilMs * 1000
 end
 end -- of the block that keeps the helpers local

@@ -1,7 +1,8 @@
 import { Job, Queue } from 'bullmq';
-import { Grantor, Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { Cost, Grantor, Key, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { useRedisCluster } from '../support/clusterSuite';
 import { capturingLogger, waitFor } from '../support/bullmq';
+import { mostCostAtOnce } from '../support/inFlight';
 import { uniquePrefix } from '../support/redis';
 
 // ThrottledWorkers on a real 3-master, 3-replica Redis Cluster: queues on slots of their own lease tokens
@@ -58,6 +59,36 @@ test('two queues on different slots share one throttle and a keyed one: within b
     expect(stats.deliveredTotal).toBe(36);
   } finally {
     await admin.close();
+  }
+}, 90_000);
+
+test('two queues on different slots share a per-key concurrency with costs beside a window, leased: never more than n in flight per key', async () => {
+  const prefix = uniquePrefix('clc');
+  const keys = new ThrottleKeys(prefix);
+  const grantorPort = (await suite.cluster.masterOfKey(keys.registryVersion)).port;
+  const queues: string[] = [];
+  for (let i = 0; queues.length < 2 && i < 200; i++) {
+    if ((await suite.cluster.masterOfKey(keys.queue(`{c${i}}`).state)).port !== grantorPort) queues.push(`{c${i}}`);
+  }
+  const { logger, lines } = capturingLogger();
+  const perDomain = Throttle.named('crawl').key([Key.data('customer')]).cost(Cost.data('pages')).concurrency(4);
+  const all = Throttle.named('crawl-all').limit(200, '1s');
+  const spans: { customer: string; from: number; to: number; cost: number }[] = [];
+  for (const name of queues) {
+    const queue = track(new Queue(name, { connection: suite.client, prefix }));
+    await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'page', data: { customer: ['acme', 'globex'][i % 2], pages: 1 + (i % 3) } })));
+    const worker = track(new ThrottledWorker(name, async (job: Job) => {
+      await new Promise((resolve) => setTimeout(resolve, 10 + Math.floor(Math.random() * 40)));
+      spans.push({ customer: job.data.customer, from: job.processedOn!, to: Date.now(), cost: job.data.pages });
+    }, { connection: suite.client, prefix, concurrency: 6, throttles: [perDomain, all], logger }));
+    worker.on('error', () => undefined);
+  }
+  await waitFor(() => spans.length === 60, 60_000, 'every job ran');
+  expect(lines.filter((line) => line.msg === 'leased delivery')).toHaveLength(2);
+  for (const customer of ['acme', 'globex']) {
+    const mine = spans.filter((s) => s.customer === customer);
+    expect(mostCostAtOnce(mine)).toBeLessThanOrEqual(4);
+    expect(mostCostAtOnce(mine)).toBeGreaterThanOrEqual(3);
   }
 }, 90_000);
 

@@ -159,7 +159,7 @@ export class LeasedDelivery implements Delivery {
     return Promise.resolve();
   }
 
-  /** Renews the holds while there are any (every quarter of their lifetime), and gives back idle units. */
+  /** Renews the holds while there are any (every quarter of their lifetime, 4 s at most), and gives back idle units. */
   private keepRenewing(): void {
     if (this.renewTimer) return;
     const tickMs = Math.max(50, Math.min(RENEW_TICK_MS, this.context.holdMs() / 8));
@@ -171,7 +171,7 @@ export class LeasedDelivery implements Delivery {
     if (this.leasing) return;
     const holdMs = this.context.holdMs();
     this.holds.releaseIdle(Date.now(), IDLE_UNITS_MS);
-    const due = this.holds.heldTotal > 0 && performance.now() - this.renewedAt >= holdMs / 4;
+    const due = this.holds.heldTotal > 0 && performance.now() - this.renewedAt >= Math.min(holdMs / 4, RENEW_MAX_MS);
     if (!due && !this.holds.changedSinceRenewal) return;
     const holds = this.holds.renewal();
     const sentAt = performance.now();
@@ -220,6 +220,11 @@ const HOLD_MARGIN_MS = 1_000;
 const IDLE_UNITS_MS = 500;
 /** How often the holds are looked at: renewed when a quarter of their lifetime has passed, or lowered. */
 const RENEW_TICK_MS = 250;
+/**
+ * Holds are renewed at least this often: a grantor that restarted and lost them holds the throttle until every
+ * worker renewed (lua/includes/recoveryHold.lua CONCURRENCY_RENEW_MS, 5 s, must stay above it).
+ */
+const RENEW_MAX_MS = 4_000;
 
 function withTimeout(work: Promise<unknown> | undefined, ms: number): Promise<void> {
   if (!work) return Promise.resolve();
