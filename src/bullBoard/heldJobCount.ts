@@ -1,0 +1,20 @@
+import { QueueThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+import { forgetRemovedJobs } from '../worker/forgetRemovedJobs';
+
+/**
+ * How many of the queue's jobs the throttle layer holds, intake included: `state.held` + ZCARD `intake`, the
+ * `throttled` of getThrottledCount and ThrottleAdmin.queueStats. Two reads whatever the number of held jobs.
+ */
+export async function countHeldJobs(client: RedisClient, runner: ScriptRunner, keys: QueueThrottleKeys, eventsKey: string): Promise<number> {
+  try {
+    // Held jobs removed from outside (say, from Bull Board) stop counting first, as getThrottledCount does.
+    await forgetRemovedJobs(runner, eventsKey, keys);
+  } catch {
+    // A dashboard's Redis user may be refused scripts: the count then includes removed jobs until a worker's
+    // next heartbeat forgets them, which beats a board that cannot show the queue.
+  }
+  const [held, classifying] = await Promise.all([client.hget(keys.state, 'held'), client.zcard(keys.intake)]);
+  return Math.max(0, Number(held ?? 0)) + Number(classifying);
+}

@@ -1,0 +1,8 @@
+/**
+ * bullmq-throttle/bull-board: held jobs in Bull Board. An entry point of its own, so that the main entry never
+ * loads @bull-board/api (an optional peer).
+ */
+export { ThrottledBullMQAdapter } from './ThrottledBullMQAdapter';
+export type { ThrottledBullMQAdapterOptions } from './ThrottledBullMQAdapter';
+export { HELD_MARK, markedName } from './heldJobMark';
+export type { HeldPlace } from './heldJobs';
