@@ -20,7 +20,7 @@ const LOG_NOTE = '[bullmq-throttle, not stored in the job]';
 /**
  * Bull Board's BullMQ adapter, with the jobs a ThrottledWorker holds shown as waiting: counted in `waiting`,
  * listed after bullmq's own waiting jobs (paged across both), each named with what holds it
- * (`charge ⏸ stripe-per-customer[acme]`), and the reason in its logs. Held jobs are in none of bullmq's lists, so
+ * (`charge · held by stripe-per-customer[acme]`), and the reason in its logs. Held jobs are in none of bullmq's lists, so
  * the plain adapter shows none of them.
  */
 export class ThrottledBullMQAdapter extends BullMQAdapter {

@@ -1,7 +1,10 @@
 import { HeldPlace } from './heldJobs';
 
-/** What Bull Board's job name shows of a held job: "<name> ⏸ <where it is held>". */
-export const HELD_MARK = '⏸';
+/**
+ * What joins a held job's name and where it is held: "charge · held by stripe-per-customer[acme]". Plain text, as
+ * every font has it: a symbol such as ⏸ comes from an emoji font, which a server's or CI's browser may lack.
+ */
+export const HELD_SEPARATOR = ' · ';
 
 /**
  * The bucket holding a waiting job, as a person reads it: `stripe-per-customer[acme]`, `stripe` (an unkeyed
@@ -15,7 +18,7 @@ export function describeBucket(place: Extract<HeldPlace, { kind: 'waiting' }>): 
 
 export function heldLabel(place: HeldPlace): string {
   switch (place.kind) {
-    case 'waiting': return describeBucket(place);
+    case 'waiting': return `held by ${describeBucket(place)}`;
     case 'ready': return 'held, ready to go';
     case 'classifying': return 'held, being classified';
   }
@@ -23,7 +26,7 @@ export function heldLabel(place: HeldPlace): string {
 
 /** The name Bull Board shows for a held job. */
 export function markedName(name: string, place: HeldPlace): string {
-  return `${name ? `${name} ` : ''}${HELD_MARK} ${heldLabel(place)}`;
+  return name ? `${name}${HELD_SEPARATOR}${heldLabel(place)}` : heldLabel(place);
 }
 
 /** The part of a bullmq Job this needs: Bull Board renders `toJSON()` (its formatJob), never `job.name` itself. */

@@ -4,5 +4,5 @@
  */
 export { ThrottledBullMQAdapter } from './ThrottledBullMQAdapter';
 export type { ThrottledBullMQAdapterOptions } from './ThrottledBullMQAdapter';
-export { HELD_MARK, markedName } from './heldJobMark';
+export { HELD_SEPARATOR, markedName } from './heldJobMark';
 export type { HeldPlace } from './heldJobs';

@@ -64,7 +64,7 @@ describe('ThrottledBullMQAdapter', () => {
     expect(listed.slice(PLAIN_WAITING).map((job) => job.id).sort()).toEqual([...heldIds].sort());
     // Each held job named with its own customer's bucket; the job itself (and Redis) keep the name.
     for (const job of listed.slice(PLAIN_WAITING)) {
-      expect(shownName(job)).toBe(`charge ⏸ stripe-per-customer[${job.data.customer}]`);
+      expect(shownName(job)).toBe(`charge · held by stripe-per-customer[${job.data.customer}]`);
       expect(job.name).toBe('charge');
       expect(Object.keys(job.toJSON())).not.toContain('toJSON');
     }
@@ -83,12 +83,12 @@ describe('ThrottledBullMQAdapter', () => {
     // The "latest" tab asks for every status at once, each ranged on its own.
     const latest = await adapter.getJobs(adapter.getJobStatuses(), 0, PAGE - 1);
     expect(latest.filter((job) => job.id !== undefined && delivered.includes(job.id)).length).toBe(CUSTOMERS.length);
-    expect(latest.filter((job) => shownName(job).includes('⏸')).length).toBe(PAGE - PLAIN_WAITING);
+    expect(latest.filter((job) => shownName(job).includes(' · held')).length).toBe(PAGE - PLAIN_WAITING);
     expect(latest.filter((job) => shownName(job) === 'refund').length).toBe(PLAIN_WAITING);
 
     // A held job opened on its own: named the same, its logs say why; a delivered one is as bullmq has it.
     const held = await adapter.getJob(heldIds[0]);
-    expect(shownName(held!)).toBe(`charge ⏸ stripe-per-customer[${held!.data.customer}]`);
+    expect(shownName(held!)).toBe(`charge · held by stripe-per-customer[${held!.data.customer}]`);
     const logs = await adapter.getJobLogs(heldIds[0]);
     expect(logs[0]).toMatch(new RegExp(`^\\[bullmq-throttle, not stored in the job\\] held, waiting: stripe-per-customer \\[${held!.data.customer}\\] is full \\(1/1 per 60000 ms\\); room returns in \\d+ ms$`));
     const done = await adapter.getJob(delivered[0]);
