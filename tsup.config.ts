@@ -21,7 +21,7 @@ const esmRequire = "import { createRequire as __createRequire } from 'node:modul
 export default defineConfig([
   {
     ...shared,
-    entry: { index: 'src/index.ts' },
+    entry: { index: 'src/index.ts', 'bull-board': 'src/bullBoard/index.ts' }, // bullmq-throttle/bull-board: @bull-board/api stays out of index
     format: ['cjs', 'esm'],
     dts: true,
     shims: true,
