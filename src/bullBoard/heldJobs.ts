@@ -11,7 +11,13 @@ export type HeldPlace =
    * In the list of a class that waits on a full (or paused) bucket of `throttle`: `key` holds its key values, []
    * for an unkeyed throttle's one bucket, null for the shared bucket of jobs missing the key (as BucketStats.key).
    */
-  | { kind: 'waiting'; throttle: string; key: KeyValue[] | null; /** set when its segment could not be decoded */ segment?: string }
+  | {
+    kind: 'waiting';
+    throttle: string;
+    key: KeyValue[] | null;
+    /** The bucket's segment as stored, when this version cannot decode it (a newer writer's). */
+    segment?: string;
+  }
   /** In `intake`: taken from bullmq's wait, being classified right now. */
   | { kind: 'classifying' };
 
