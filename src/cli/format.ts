@@ -2,6 +2,7 @@ import { KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Rate } from '../declarations/Rate';
 import { formatWindow } from '../declarations/window';
+import { textTable } from '../terminal/textTable';
 
 /** '100 per 1s'. */
 export function formatLimit(limit: Limit): string {
@@ -70,17 +71,9 @@ export function formatBucketKey(key: readonly KeyValue[] | null): string {
   return key.map(formatKeyValue).join(' ');
 }
 
-export type Align = 'left' | 'right';
-
 /** Columns padded to their widest cell, two spaces apart; trailing spaces trimmed. */
-export function table(rows: readonly (readonly string[])[], options: { align?: readonly Align[]; indent?: string } = {}): string[] {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] ?? 0, cell.length); });
-  return rows.map((row) => (options.indent ?? '') + row.map((cell, i) => {
-    if (i === row.length - 1 && options.align?.[i] !== 'right') return cell;
-    return options.align?.[i] === 'right' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]);
-  }).join('  ').trimEnd());
-}
+export { textTable as table } from '../terminal/textTable';
+export type { Align } from '../terminal/textTable';
 
 /** '[#####...........]': value against max, full (and marked '+' at the end) when over. */
 export function bar(value: number, max: number, width = 20): string {
@@ -92,5 +85,5 @@ export function bar(value: number, max: number, width = 20): string {
 
 /** Lines as label/value pairs, the labels padded to one width. */
 export function fields(pairs: readonly (readonly [string, string])[], indent = ''): string[] {
-  return table(pairs.map(([label, value]) => [label, value]), { indent });
+  return textTable(pairs.map(([label, value]) => [label, value]), { indent });
 }

@@ -121,6 +121,7 @@ describe('the bullmq-throttle CLI, run as a process', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).not.toContain('\x1b[');
     expect((run.stdout.match(/^bullmq-throttle watch/gm) ?? []).length).toBeGreaterThanOrEqual(2);
-    expect(run.stdout).toMatch(/^per-customer +2 per 1m per bucket +\[/m);
+    expect(run.stdout).toMatch(/^per-customer · 2 per 1m per bucket · /m);
+    expect(run.stdout).toMatch(/^ {2}acme +2 per 1m +\[#+\] +2\/2 +120 +2 per 1m$/m);
   });
 });

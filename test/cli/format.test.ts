@@ -2,7 +2,9 @@ import { bar, formatBucketKey, formatDuration, formatLimit, formatRelative, tabl
 import { parseKeyArg, parseKeyArgs } from '../../src/cli/keyArgs';
 import { UsageError, describeError } from '../../src/cli/errors';
 import { parseWholeNumber, redactUrl, checkRedisUrl } from '../../src/cli/options';
-import { LiveView } from '../../src/cli/liveView';
+import { LiveFrames } from '../../src/terminal/LiveFrames';
+import { fitFrame } from '../../src/terminal/fitLines';
+import { wrapItems, wrapWords } from '../../src/terminal/wrapItems';
 import { UnknownQueueError } from '../../src';
 
 describe('cli formatting helpers', () => {
@@ -58,20 +60,37 @@ describe('cli formatting helpers', () => {
     expect(describeError(refused, 'redis://127.0.0.1:1')).toBe('lost the connection to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1');
   });
 
-  it('the live view redraws in place on a terminal and appends otherwise', () => {
+  it('live frames redraw in place on a terminal, rewriting only the lines that changed, and append otherwise', () => {
     const tty: string[] = [];
-    const view = new LiveView({ isTTY: true, columns: 40, rows: 20, write: (t) => tty.push(t) });
-    view.render('one\ntwo');
-    view.render('three');
-    expect(tty[0]).toBe('\x1b[2Kone\n\x1b[2Ktwo\n\x1b[J');
-    expect(tty[1]).toBe('\x1b[2A\x1b[2Kthree\n\x1b[J');
+    const frames = new LiveFrames({ isTTY: true, columns: 40, rows: 20, write: (t) => tty.push(t) });
+    frames.draw(['one', 'two']);
+    frames.draw(['one', 'three']);
+    expect(visible(tty[0])).toBe('one\ntwo\n');
+    expect(visible(tty[1])).toBe('three\n');
+    expect(tty[1]).toContain('\x1b[1A'); // back up to the line that changed
     const plain: string[] = [];
-    const log = new LiveView({ isTTY: false, write: (t) => plain.push(t) });
-    log.render('one\ntwo');
-    log.render('three');
+    const log = new LiveFrames({ isTTY: false, write: (t) => plain.push(t) });
+    log.draw(['one', 'two']);
+    log.draw(['three']);
     expect(plain).toEqual(['one\ntwo\n\n', 'three\n\n']);
+  });
+
+  it('a frame is cut to the terminal: lines to its width, the frame to its height', () => {
     const narrow: string[] = [];
-    new LiveView({ isTTY: true, columns: 41, rows: 4, write: (t) => narrow.push(t) }).render(`${'x'.repeat(50)}\nb\nc\nd\ne`);
-    expect(narrow[0]).toBe(`\x1b[2K${'x'.repeat(39)}…\n\x1b[2Kb\n\x1b[2K… 3 more lines (enlarge the terminal)\n\x1b[J`);
+    new LiveFrames({ isTTY: true, columns: 41, rows: 4, write: (t) => narrow.push(t) }).draw([`${'x'.repeat(50)}`, 'b', 'c', 'd', 'e']);
+    expect(visible(narrow[0])).toBe(`${'x'.repeat(40)}…\nb\n… 3 more lines (enlarge the terminal)\n`);
+    expect(fitFrame(['界'.repeat(10)], 9)).toEqual(['界界界界…']); // wide characters take two columns
+  });
+
+  it('items wrap between items, words between words', () => {
+    expect(wrapItems(['waiting 0', 'active 3', 'completed 12'], 22)).toEqual(['waiting 0 · active 3', 'completed 12']);
+    expect(wrapItems(['a', '', 'b'], 80)).toEqual(['a · b']);
+    expect(wrapWords('emails all delivered by 0.31 s, small customers by 1.22 s', 24, '  ')).toEqual(['emails all delivered by', '  0.31 s, small', '  customers by 1.22 s']);
   });
 });
+
+/** What a terminal shows of the text: without the escape sequences. */
+function visible(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+}

@@ -63,7 +63,8 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
         stats.paused.buckets > 0 ? `${plural(stats.paused.buckets, 'bucket')} on their own` : '',
       ].filter(Boolean).join('; ')] as [string, string]] : []),
       ...last.map((line, i): [string, string] => [i === 0 ? 'last window' : '', line]),
-      ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${formatCount(stats.limitedTotal)} limited (held back by a full bucket), since its keys exist`],
+      // limitedTotal counts holds, not jobs: a job held, let go and held again counts each time.
+      ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${plural(stats.limitedTotal, 'wait')} on a full bucket (a job held again counts again), since its keys exist`],
     ], { indent: '  ' }),
   ];
   if (top > 0) {
