@@ -25,7 +25,7 @@ export default defineConfig([
     format: ['cjs', 'esm'],
     dts: true,
     shims: true,
-    clean: ['!cli/**'], // dist/cli is the other build's, which runs at the same time
+    clean: ['!cli/**', '!dashboard/**'], // dist/cli and dist/dashboard are the other builds', which run at the same time
     banner: ({ format }) => (format === 'esm' ? { js: esmRequire } : undefined),
   },
   {
@@ -33,6 +33,21 @@ export default defineConfig([
     entry: { main: 'src/cli/main.ts' },
     outDir: 'dist/cli',
     format: ['cjs'],
+    clean: true,
+  },
+  {
+    // The dashboard's page (served by createDashboardHandler): one script with uPlot inside, its CSS, index.html.
+    entry: { app: 'src/dashboard/web/app.ts' },
+    outDir: 'dist/dashboard',
+    platform: 'browser',
+    target: 'es2020',
+    format: ['iife'],
+    outExtension: () => ({ js: '.js' }),
+    noExternal: ['uplot'],
+    publicDir: 'src/dashboard/web/public',
+    tsconfig: 'src/dashboard/web/tsconfig.json',
+    minify: true,
+    sourcemap: true,
     clean: true,
   },
 ]);

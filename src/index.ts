@@ -44,3 +44,7 @@ export { redisErrorKind } from './redis/redisErrorKind';
 export type { RedisErrorKind } from './redis/redisErrorKind';
 export { registerThrottleMetrics } from './metrics/registerThrottleMetrics';
 export type { ThrottleMetricsOptions, ThrottleMetrics, MetricsRegistry } from './metrics/registerThrottleMetrics';
+export { createDashboardHandler } from './dashboard/server/dashboardHandler';
+export type { DashboardOptions, DashboardHandler } from './dashboard/server/dashboardHandler';
+export { DashboardRequestError } from './errors/DashboardRequestError';
+export { DashboardAssetsMissingError } from './errors/DashboardAssetsMissingError';

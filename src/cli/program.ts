@@ -9,6 +9,7 @@ import { registerWhy } from './commands/why';
 import { registerStats } from './commands/stats';
 import { registerThrottle } from './commands/throttle';
 import { registerWatch } from './commands/watch';
+import { registerDashboard } from './commands/dashboard';
 import { DEFAULT_REDIS_URL, defaultRedisUrl, redisOptionParser, splitRedisUrls } from './options';
 
 function packageVersion(): string {
@@ -72,6 +73,7 @@ queue runs, or a Redis that cannot be reached.`);
   registerPause(program);
   registerLimit(program);
   registerWhy(program);
+  registerDashboard(program);
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;
 }

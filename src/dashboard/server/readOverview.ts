@@ -1,0 +1,46 @@
+import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
+import type { QueueStats, ThrottleStats } from '../../admin/types';
+import { UnknownQueueError } from '../../errors/UnknownQueueError';
+import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
+import type { WireQueue, WireThrottle } from '../wire';
+
+/** Top waiting buckets shown per throttle. */
+export const TOP_BUCKETS = 10;
+
+export interface OverviewReading {
+  at: number;
+  queues: WireQueue[];
+  throttles: WireThrottle[];
+}
+
+// The page's types must stay a view of what ThrottleAdmin answers: these fail to compile if they drift apart.
+const asWireThrottle = (stats: ThrottleStats): WireThrottle => stats;
+const asWireQueue = (stats: QueueStats): WireQueue => stats;
+
+/** null for a name that went away between `live()` and its stats (its last worker closed meanwhile). */
+async function unlessGone<T>(read: Promise<T>): Promise<T | null> {
+  try {
+    return await read;
+  } catch (error) {
+    if (error instanceof UnknownThrottleError || error instanceof UnknownQueueError) return null;
+    throw error;
+  }
+}
+
+/**
+ * Every live queue (and the listed ones) and every live throttle, through ThrottleAdmin's statistics: a few
+ * commands per queue and per throttle, none of which reads the buckets one by one, so its cost does not grow
+ * with their number.
+ */
+export async function readOverview(admin: ThrottleAdmin, listedQueues: readonly string[] = []): Promise<OverviewReading> {
+  const live = await admin.live();
+  const queueNames = [...new Set([...live.queues, ...listedQueues])].sort();
+  const [queues, throttles] = await Promise.all([
+    Promise.all(queueNames.map((queue) => unlessGone(admin.queueStats(queue)))),
+    Promise.all(live.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: TOP_BUCKETS })))),
+  ]);
+  const wireQueues = queues.filter((q): q is QueueStats => q !== null).map(asWireQueue);
+  const wireThrottles = throttles.filter((t): t is ThrottleStats => t !== null).map(asWireThrottle);
+  const times = [...wireQueues.map((q) => q.at), ...wireThrottles.map((t) => t.at)];
+  return { at: times.length > 0 ? Math.max(...times) : Date.now(), queues: wireQueues, throttles: wireThrottles };
+}

@@ -1,0 +1,60 @@
+import type { WireKeyValue } from '../wire';
+
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** A window as declarations write it: '1s', '10m', '1h', '250ms'. */
+export function formatWindow(ms: number): string {
+  const units: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
+  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+export function formatLimit(limit: { max: number; windowMs: number }): string {
+  return `${formatCount(limit.max)} per ${formatWindow(limit.windowMs)}`;
+}
+
+/** A span of time, to the unit that matters: '420 ms', '12 s', '3 min 5 s', '2 h 10 min'. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 === 0 ? `${m} min` : `${m} min ${s % 60} s`;
+  const hours = Math.floor(m / 60);
+  return m % 60 === 0 ? `${hours} h` : `${hours} h ${m % 60} min`;
+}
+
+/** A bucket's key as people read it: its values; the unkeyed throttle's one bucket; the bucket of jobs missing the key. */
+export function formatKey(key: WireKeyValue[] | null): string {
+  if (key === null) return '(jobs missing the key)';
+  if (key.length === 0) return '(the one bucket)';
+  return key.map((value) => (typeof value === 'string' ? value : JSON.stringify(value))).join(', ');
+}
+
+/** Until a time on the Redis clock, seen from `at` on the same clock: 'now', 'in 12 s', or 'until resumed'. */
+export function formatUntil(until: number | null, at: number): string {
+  if (until === null) return 'until resumed';
+  return until <= at ? 'now' : `in ${formatDuration(until - at)}`;
+}
+
+export function clock(ms: number): string {
+  return new Date(ms).toTimeString().slice(0, 8);
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** '30s', '5m', '1h' in ms; undefined for empty text; NaN for text that is no duration. */
+export function parseDurationMs(text: string): number | undefined {
+  if (text.trim() === '') return undefined;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
+  return match ? Number(match[1]) * UNIT_MS[match[2]] : NaN;
+}
+
+/** '50/1s, 1000/1m' as setLimits takes it; the server checks each limit, so only the shape is checked here. */
+export function parseLimits(text: string): { max: number; window: string }[] | undefined {
+  const parts = text.split(',').map((part) => /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(part));
+  if (parts.length === 0 || parts.some((m) => m === null)) return undefined;
+  return parts.map((m) => ({ max: Number(m![1]), window: m![2] }));
+}
