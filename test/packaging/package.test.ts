@@ -1,10 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { deleteKeysUnder, newRedis, uniquePrefix } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { ConsumerProject, ModuleResolution } from './support/consumerProject';
-import { CJS_SCRIPT, ESM_SCRIPT, typedConsumer, TypedConsumerOptions } from './support/consumerSources';
+import { BULL_BOARD_CJS_SCRIPT, BULL_BOARD_ESM_SCRIPT, CJS_SCRIPT, ESM_SCRIPT, typedConsumer, TypedConsumerOptions } from './support/consumerSources';
 import { buildAndPack, installedVersion, PackedPackage, ROOT } from './support/packedPackage';
 
 // Builds, packs and installs into two consumer apps once for the whole file (npm install from npm's cache).
@@ -25,6 +25,8 @@ function consumer(name: string, dependencies: Record<string, string>, typed: Typ
     'consumer.mts': source, // ESM: resolves the `import` types
     'check.cjs': CJS_SCRIPT,
     'check.mjs': ESM_SCRIPT,
+    'board.cjs': BULL_BOARD_CJS_SCRIPT,
+    'board.mjs': BULL_BOARD_ESM_SCRIPT,
   });
 }
 
@@ -32,7 +34,9 @@ beforeAll(async () => {
   packed = buildAndPack(work);
   const shared = { bullmq: installedVersion('bullmq'), '@types/node': installedVersion('@types/node') };
   [withIoredis6, withIoredis5] = await Promise.all([
-    consumer('ioredis6', { ...shared, ioredis: installedVersion('ioredis'), ioredis5: 'npm:ioredis@^5', 'prom-client': installedVersion('prom-client') }, { promClient: true, otherIoredis: 'ioredis5' }),
+    consumer('ioredis6', {
+      ...shared, ioredis: installedVersion('ioredis'), ioredis5: 'npm:ioredis@^5', 'prom-client': installedVersion('prom-client'), '@bull-board/api': installedVersion('@bull-board/api'),
+    }, { promClient: true, otherIoredis: 'ioredis5' }),
     consumer('ioredis5', { ...shared, ioredis: '^5' }, { promClient: false }),
   ]);
 }, SETUP_MS);
@@ -55,6 +59,7 @@ describe('npm pack', () => {
     const expected = [
       'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md',
       'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js',
+      'dist/bull-board.js', 'dist/bull-board.d.ts', 'dist/bull-board.mjs', 'dist/bull-board.d.mts',
       ...lua, ...includes,
     ];
     expect(packed.files).toEqual(expect.arrayContaining(expected));
@@ -136,6 +141,19 @@ describe.each([
     expect(report.exportsEsm).toBe(true);
     expect(report.granted).toEqual([true, false]);
     expect(report.result).toBe(42);
+  });
+});
+
+describe('bullmq-throttle/bull-board from the packed install', () => {
+  it.each(['board.cjs', 'board.mjs'])('%s loads the entry point beside an installed @bull-board/api, and counts from Redis', async (script) => {
+    const report = await runScript(withIoredis6, script) as unknown as { resolved: string; waiting: number };
+    expect(report.resolved).toMatch(script === 'board.cjs' ? /bullmq-throttle\/dist\/bull-board\.js$/ : /bullmq-throttle\/dist\/bull-board\.mjs$/);
+    expect(report.waiting).toBe(1);
+  });
+
+  it('stays out of the main entry: an app without @bull-board/api loads bullmq-throttle (the ioredis 5 consumer above)', () => {
+    expect(existsSync(join(withIoredis5.dir, 'node_modules', '@bull-board'))).toBe(false);
+    for (const main of ['dist/index.js', 'dist/index.mjs']) expect(readFileSync(join(ROOT, main), 'utf8')).not.toContain('@bull-board');
   });
 });
 

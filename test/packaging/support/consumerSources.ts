@@ -138,3 +138,38 @@ console.log(JSON.stringify({
   result,
 }));
 `;
+
+/**
+ * The Bull Board entry point from the packed install, as CommonJS and as ESM: a ThrottledBullMQAdapter over a queue
+ * with one job, its counts read from Redis. Prints one JSON line.
+ */
+export const BULL_BOARD_CJS_SCRIPT = `const { Queue } = require('bullmq');
+const { ThrottledBullMQAdapter } = require('bullmq-throttle/bull-board');
+
+(async () => {
+  const [url, prefix] = process.argv.slice(2);
+  const queue = new Queue('board', { connection: { url, maxRetriesPerRequest: null }, prefix });
+  await queue.add('one', {});
+  const adapter = new ThrottledBullMQAdapter(queue);
+  const counts = await adapter.getJobCounts();
+  await adapter.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  console.log(JSON.stringify({ resolved: require.resolve('bullmq-throttle/bull-board'), waiting: counts.waiting }));
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
+
+export const BULL_BOARD_ESM_SCRIPT = `import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { ThrottledBullMQAdapter } from 'bullmq-throttle/bull-board';
+
+const [url, prefix] = process.argv.slice(2);
+const queue = new Queue('board', { connection: { url, maxRetriesPerRequest: null }, prefix });
+await queue.add('one', {});
+const adapter = new ThrottledBullMQAdapter(queue);
+const counts = await adapter.getJobCounts();
+await adapter.close();
+await queue.obliterate({ force: true });
+await queue.close();
+console.log(JSON.stringify({ resolved: fileURLToPath(import.meta.resolve('bullmq-throttle/bull-board')), waiting: counts.waiting }));
+`;
