@@ -33,6 +33,8 @@ export default defineConfig([
     entry: { main: 'src/cli/main.ts' },
     outDir: 'dist/cli',
     format: ['cjs'],
+    // ESM only, so a CommonJS require() of them fails before Node 20.19: bundled (with their own dependencies) instead.
+    noExternal: ['log-update', 'cli-truncate'],
     clean: true,
   },
   {
