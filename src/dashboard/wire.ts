@@ -70,8 +70,9 @@ export interface WireOverview {
 /** What GET api/overview answers: the overview and the history sampled so far. */
 export interface WireOverviewWithHistory extends WireOverview {
   history: WireHistory;
-  /** How often the server samples (ms). */
+  /** How often the server samples (ms), and how many samples it keeps per limit. */
   sampleEveryMs: number;
+  historySamples: number;
 }
 
 export interface WireBucket {

@@ -85,7 +85,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   const streams = new EventStreams();
   const listedQueues = [...(options.queues ?? [])];
   const sampler = new OverviewSampler({ read: () => readOverview(admin, listedQueues), history, streams, everyMs: checked.sampleEveryMs, writes: checked.writes });
-  const context = { admin, client: connection.client, sampler, history, streams, writes: checked.writes, sampleEveryMs: checked.sampleEveryMs };
+  const context = { admin, client: connection.client, sampler, history, streams, writes: checked.writes, sampleEveryMs: checked.sampleEveryMs, historySamples: checked.historySamples };
   sampler.start();
   let closing: Promise<void> | undefined;
 

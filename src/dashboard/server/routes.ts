@@ -26,6 +26,7 @@ export interface DashboardContext {
   streams: EventStreams;
   writes: boolean;
   sampleEveryMs: number;
+  historySamples: number;
 }
 
 // The page loads only its own files and talks only to its own origin.
@@ -50,7 +51,7 @@ async function serveStatic(res: ServerResponse, name: string, base: string): Pro
 
 async function overview(context: DashboardContext): Promise<WireOverviewWithHistory> {
   const current = await context.sampler.current();
-  return { ...current, history: context.history.snapshot(), sampleEveryMs: context.sampleEveryMs };
+  return { ...current, history: context.history.snapshot(), sampleEveryMs: context.sampleEveryMs, historySamples: context.historySamples };
 }
 
 async function bucketPage(context: DashboardContext, query: URLSearchParams): Promise<WireBucketPage> {

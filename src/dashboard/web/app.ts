@@ -19,7 +19,7 @@ interface View {
 const viewRoot = document.getElementById('view')!;
 const status = document.getElementById('status')!;
 let overview: WireOverview | undefined;
-let history = new ClientHistory(300);
+let history = new ClientHistory(300, 1000);
 let view: View | undefined;
 
 function setStatus(state: 'live' | 'lost' | 'error', text: string): void {
@@ -53,7 +53,7 @@ function received(next: WireOverview): void {
 /** The whole overview with the server's history: at start, and after a write, so that its effect shows at once. */
 async function reload(): Promise<void> {
   const first = await getJson<WireOverviewWithHistory>('overview');
-  history = new ClientHistory(Math.max(300, ...Object.values(first.history).flatMap((limits) => Object.values(limits).map((s) => s.t.length))));
+  history = new ClientHistory(first.historySamples, first.sampleEveryMs);
   history.seed(first.history);
   const writesChanged = overview?.writes !== first.writes;
   overview = first;

@@ -7,7 +7,12 @@ import type { WireHistory, WireOverview, WireSeries } from '../wire';
 export class ClientHistory {
   private series: WireHistory = {};
 
-  constructor(private readonly capacity: number) {}
+  constructor(private readonly capacity: number, private readonly sampleEveryMs: number) {}
+
+  /** The time the history covers when full. */
+  get spanMs(): number {
+    return this.capacity * this.sampleEveryMs;
+  }
 
   seed(history: WireHistory): void {
     this.series = structuredClone(history);

@@ -25,12 +25,18 @@ function countsTable(b: WireBucket): HTMLElement {
     h('tbody', {}, rows));
 }
 
+/** When room returns: a pause until resumed has no time (throttleBucket's nextRoomAt leaves such a pause out). */
+function roomReturns(b: WireBucket): string {
+  if (b.paused?.until === null) return 'when resumed';
+  const at = Math.max(b.nextRoomAt, b.paused?.until ?? 0);
+  return at > b.at ? formatUntil(at, b.at) : 'now';
+}
+
 function summary(b: WireBucket): HTMLElement {
-  const roomIn = b.nextRoomAt - b.at;
   return h('div', { class: 'stats' },
     h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'waiting' }, formatCount(b.waiting)), h('span', { class: 'label' }, 'jobs waiting')),
     h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'bindingNow' }, b.bindingNow ?? 'nothing'), h('span', { class: 'label' }, 'holds it back')),
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'roomReturns' }, roomIn > 0 ? formatUntil(b.nextRoomAt, b.at) : 'now'), h('span', { class: 'label' }, 'room returns')),
+    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'roomReturns' }, roomReturns(b)), h('span', { class: 'label' }, 'room returns')),
     h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'paused' }, b.paused ? `paused ${formatUntil(b.paused.until, b.at)}` : 'no'), h('span', { class: 'label' }, 'paused')),
     h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'limitSource' }, b.limitSource), h('span', { class: 'label' }, 'limits from')));
 }

@@ -15,7 +15,8 @@ export class LimitChart {
   private plot: uPlot | undefined;
   private readonly onResize = () => this.plot?.setSize({ width: this.width(), height: HEIGHT });
 
-  constructor(title: string, note: string | null, windowMs: number) {
+  /** `spanMs`: how much time the x axis always shows (the history's length), so the chart does not zoom on a short one. */
+  constructor(title: string, note: string | null, windowMs: number, private readonly spanMs: number) {
     this.plotArea = h('div', { class: 'plot' });
     this.element = h('figure', { class: 'chart', 'data-window-ms': windowMs, 'data-points': 0 },
       h('figcaption', {}, title, note ? h('small', {}, note) : null),
@@ -34,7 +35,7 @@ export class LimitChart {
       this.plot = new uPlot({
         width: this.width(),
         height: HEIGHT,
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.15] } },
+        scales: { x: { time: true, range: (_u, _min, max) => [max - this.spanMs / 1000, max] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.15] } },
         series: [
           {},
           { label: 'in the window', stroke: '#2563eb', width: 2, fill: 'rgba(37, 99, 235, 0.08)' },

@@ -1,5 +1,5 @@
 import { fill, h } from '../dom';
-import { formatCount, formatKey, formatLimit, formatUntil, formatWindow } from '../format';
+import { formatCount, formatDuration, formatKey, formatLimit, formatUntil, formatWindow } from '../format';
 import type { ClientHistory } from '../history';
 import { bucketHref } from '../router';
 import type { WireThrottle } from '../../wire';
@@ -91,7 +91,7 @@ export class ThrottleCard {
       let chart = this.chartsByWindow.get(w.windowMs);
       if (!chart) {
         const note = t.key ? 'deliveries of all buckets together; the limit holds per bucket, so the total may pass it' : null;
-        chart = new LimitChart(`deliveries in the last ${formatWindow(w.windowMs)}, against its limit`, note, w.windowMs);
+        chart = new LimitChart(`deliveries in the last ${formatWindow(w.windowMs)}, against its limit · the last ${formatDuration(history.spanMs)}`, note, w.windowMs, history.spanMs);
         this.chartsByWindow.set(w.windowMs, chart);
         this.charts.append(chart.element);
       }

@@ -1,0 +1,127 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { launchBrowser, TestBrowser } from '../support/browser';
+import { waitFor } from '../support/bullmq';
+import { done, notYet, waitUntil } from '../support/waitUntil';
+import { DashboardServer, EXPECTED, QUEUE, Scenario, startDashboard, startScenario, THROTTLE } from './scenario';
+
+const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
+
+async function text(page: Page, selector: string): Promise<string> {
+  return (await page.locator(selector).first().textContent())?.trim() ?? '';
+}
+
+/** Waits for the element's text to be `expected`: the page fills in as data arrives. */
+async function expectText(page: Page, selector: string, expected: string | RegExp): Promise<void> {
+  await waitUntil(`${selector} to read ${String(expected)}`, async () => {
+    const got = (await page.locator(selector).first().textContent({ timeout: 1000 }))?.trim() ?? '';
+    return (typeof expected === 'string' ? got === expected : expected.test(got)) ? done(got) : notYet(`it reads '${got}'`);
+  }, { timeoutMs: 20_000, intervalMs: 100 });
+}
+
+/** Waits for an attribute, read as a number, to pass `atLeast`. */
+async function attributeAtLeast(page: Page, selector: string, name: string, atLeast: number): Promise<number> {
+  return waitUntil(`${selector} ${name} >= ${atLeast}`, async () => {
+    const value = Number(await page.locator(selector).first().getAttribute(name, { timeout: 1000 }));
+    return value >= atLeast ? done(value) : notYet(`${name} is ${value}`);
+  }, { timeoutMs: 20_000, intervalMs: 100 });
+}
+
+/** Pixels the chart's canvas has drawn (not transparent). The page's types are the browser's, which the tests are not compiled with. */
+function drawnPixels(page: Page, selector: string): Promise<number> {
+  return page.$eval(selector, (canvas: any) => {
+    const data: Uint8ClampedArray = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let drawn = 0;
+    for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) drawn++;
+    return drawn;
+  });
+}
+
+// The dashboard in headless Chromium against a live scenario with known answers: the overview's figures and
+// charts, a bucket's page, a job's, and a pause clicked on the page that stops that bucket's deliveries only.
+describe('dashboard in a browser', () => {
+  let scenario: Scenario | undefined;
+  let dashboard: DashboardServer | undefined;
+  let browser: TestBrowser | undefined;
+  beforeAll(() => mkdirSync(ARTIFACTS, { recursive: true }));
+  afterEach(async () => {
+    await browser?.close();
+    await dashboard?.close();
+    await scenario?.close();
+  });
+
+  it('shows the live figures, charts, a bucket, a job, and pauses a bucket from the page', async () => {
+    scenario = await startScenario('dash-ui');
+    dashboard = await startDashboard({ prefix: scenario.bed.prefix, writes: true });
+    browser = await launchBrowser();
+    const page = await browser.browser.newPage({ viewport: { width: 1280, height: 1300 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${dashboard.url}/`);
+
+    // The overview: the queue's held jobs, the throttle's buckets and its top waiting bucket.
+    const card = `[data-throttle="${THROTTLE}"]`;
+    await expectText(page, `${card} [data-field="bucketsAtLimit"]`, String(EXPECTED.bucketsAtLimit));
+    await expectText(page, `${card} [data-field="activeBuckets"]`, String(EXPECTED.activeBuckets));
+    await expectText(page, `${card} [data-field="waiting"]`, String(EXPECTED.waiting));
+    await expectText(page, `${card} [data-field="tokensExpired"]`, '0');
+    await expectText(page, `${card} [data-field="lastWindow-600000"]`, String(EXPECTED.delivered));
+    await expectText(page, `${card} [data-field="limitSource"]`, `declared by 1 live worker(s) on ${QUEUE}`);
+    await expectText(page, `${card} [data-field="topBuckets"] tbody tr:first-child`, `acme${EXPECTED.acmeWaiting}`);
+    await expectText(page, `[data-queue="${QUEUE}"] [data-field="throttled"]`, String(EXPECTED.waiting));
+    await expectText(page, `[data-queue="${QUEUE}"] [data-field="heldByFullBuckets"]`, String(EXPECTED.waiting));
+    await expectText(page, `[data-queue="${QUEUE}"] [data-field="oldestHeld"]`, /^\d+ (ms|s)$/);
+    await expectText(page, '#status', /^live · /);
+
+    // The chart draws a point per sample, and more arrive without reloading (server-sent events).
+    const chart = `${card} figure.chart[data-window-ms="600000"]`;
+    const points = await attributeAtLeast(page, chart, 'data-points', 3);
+    await attributeAtLeast(page, chart, 'data-points', points + 1);
+    expect(await page.getAttribute(chart, 'data-last')).toBe(String(EXPECTED.delivered));
+    expect(await page.getAttribute(chart, 'data-max')).toBe('2');
+    expect(await drawnPixels(page, `${chart} canvas`)).toBeGreaterThan(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview.png'), fullPage: true });
+
+    // The bucket page, from the top waiting bucket's link.
+    await page.click(`${card} [data-field="topBuckets"] a:text-is("acme")`);
+    await expectText(page, '[data-field="counted"]', '2/2');
+    await expectText(page, '[data-field="waiting"]', String(EXPECTED.acmeWaiting));
+    await expectText(page, '[data-field="bindingNow"]', '2 per 10m');
+    await expectText(page, '[data-field="roomReturns"]', /^in \d+ min/);
+    await expectText(page, `[data-field="jobs"] [data-queue="${QUEUE}"] h3`, `queue ${QUEUE}: ${EXPECTED.acmeWaiting} waiting (the first 20)`);
+    expect(await page.locator('a[data-job]').count()).toBe(20);
+    expect(await text(page, 'a[data-job]')).toBe(scenario.jobIds.acme[2]);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-bucket.png'), fullPage: true });
+
+    // The job page, from the bucket's first waiting job.
+    await page.click('a[data-job]');
+    await expectText(page, '[data-field="state"]', 'held');
+    await expectText(page, '[data-field="reason"]', /^waiting: per-customer \[acme\] is full \(2\/2 per 600000 ms\); room returns in \d+ ms$/);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-job.png'), fullPage: true });
+
+    // Pause delta's bucket (1 of 2 counted: it has room) from its page; then a job for delta and one for
+    // epsilon (also 1 of 2): epsilon's goes, delta's is held by the pause.
+    await page.goto(`${dashboard.url}/#/bucket?throttle=${THROTTLE}&key=${encodeURIComponent('["delta"]')}`);
+    await expectText(page, '[data-field="counted"]', '1/2');
+    await page.click('[data-action="pause"]');
+    await expectText(page, '[data-role="result"]', 'pause this bucket: done');
+    const pausedAfter = scenario.delivered.length;
+    expect((await scenario.admin.throttleBucket(THROTTLE, ['delta'])).paused).toEqual({ until: null });
+    await expectText(page, '[data-field="paused"]', 'paused until resumed');
+    await expectText(page, '[data-field="roomReturns"]', 'when resumed');
+    const [deltaJob] = await scenario.queue.addBulk([{ name: 'call', data: { customer: 'delta' } }]);
+    const [epsilonJob] = await scenario.queue.addBulk([{ name: 'call', data: { customer: 'epsilon' } }]);
+    await waitFor(() => scenario!.delivered.some((d) => d.id === epsilonJob.id), 20_000, "epsilon's new job delivered");
+    await waitFor(async () => (await scenario!.admin.explainJob(QUEUE, deltaJob.id!)).held === 'waiting-on-bucket', 20_000, "delta's new job held");
+    expect((await scenario.admin.explainJob(QUEUE, deltaJob.id!)).reason).toMatch(/^waiting: per-customer \[delta\] is paused until resumed/);
+    const afterClick = scenario.delivered.slice(pausedAfter);
+    expect(afterClick.map((d) => d.customer)).toEqual(['epsilon']);
+    await expectText(page, '[data-field="waiting"]', '1');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-paused.png'), fullPage: true });
+
+    await page.goto(`${dashboard.url}/#/`);
+    await expectText(page, `${card} [data-field="pausedBuckets"]`, '1 bucket(s) paused on their own');
+    expect(pageErrors).toEqual([]);
+  });
+});
