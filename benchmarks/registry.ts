@@ -1,5 +1,6 @@
 import { bucketMemory } from './bucketMemory';
 import { clusterThroughput } from './clusterThroughput';
+import { dashboardData } from './dashboardData';
 import { deliveryByKind } from './deliveryByKind';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
@@ -22,4 +23,5 @@ export const benchmarks: readonly Benchmark[] = [
   headOfLine,
   throttleStats,
   clusterThroughput,
+  dashboardData,
 ];
