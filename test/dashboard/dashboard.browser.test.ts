@@ -49,6 +49,7 @@ describe('dashboard in a browser', () => {
     await browser?.close();
     await dashboard?.close();
     await scenario?.close();
+    [browser, dashboard, scenario] = [undefined, undefined, undefined];
   });
 
   it('shows the live figures, charts, a bucket, a job, and pauses a bucket from the page', async () => {
