@@ -84,7 +84,7 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   const history = new DeliveryHistory(checked.historySamples, checked.sampleEveryMs);
   const streams = new EventStreams();
   const listedQueues = [...(options.queues ?? [])];
-  const sampler = new OverviewSampler({ read: () => readOverview(admin, listedQueues), history, streams, everyMs: checked.sampleEveryMs, writes: checked.writes });
+  const sampler = new OverviewSampler({ read: ({ queues }) => readOverview(admin, listedQueues, { queues }), history, streams, everyMs: checked.sampleEveryMs, writes: checked.writes });
   const context = { admin, client: connection.client, sampler, history, streams, writes: checked.writes, sampleEveryMs: checked.sampleEveryMs, historySamples: checked.historySamples };
   sampler.start();
   let closing: Promise<void> | undefined;

@@ -32,9 +32,10 @@ async function unlessGone<T>(read: Promise<T>): Promise<T | null> {
  * commands per queue and per throttle, none of which reads the buckets one by one, so its cost does not grow
  * with their number.
  */
-export async function readOverview(admin: ThrottleAdmin, listedQueues: readonly string[] = []): Promise<OverviewReading> {
+export async function readOverview(admin: ThrottleAdmin, listedQueues: readonly string[] = [], options: { queues?: boolean } = {}): Promise<OverviewReading> {
   const live = await admin.live();
-  const queueNames = [...new Set([...live.queues, ...listedQueues])].sort();
+  // queueStats asks CLIENT LIST (plain workers) of each queue: worth it only while someone looks.
+  const queueNames = options.queues === false ? [] : [...new Set([...live.queues, ...listedQueues])].sort();
   const [queues, throttles] = await Promise.all([
     Promise.all(queueNames.map((queue) => unlessGone(admin.queueStats(queue)))),
     Promise.all(live.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: TOP_BUCKETS })))),

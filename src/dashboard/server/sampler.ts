@@ -4,7 +4,8 @@ import type { OverviewReading } from './readOverview';
 import type { WireOverview } from '../wire';
 
 export interface SamplerOptions {
-  read(): Promise<OverviewReading>;
+  /** The overview; `queues: false`: the throttles only, all the history needs. */
+  read(options: { queues: boolean }): Promise<OverviewReading>;
   history: DeliveryHistory;
   streams: EventStreams;
   everyMs: number;
@@ -13,8 +14,9 @@ export interface SamplerOptions {
 
 /**
  * Reads the overview once every `everyMs`, records each throttle's last window in the history and sends the
- * overview to every open page. Requests for the overview join a read already under way, so that however
- * many pages and requests there are, Redis sees at most about one read at a time.
+ * overview to every open page; with no page open, it reads the throttles only, for the history. Requests for
+ * the overview join a read already under way, so that however many pages and requests there are, Redis sees
+ * at most about one read at a time.
  */
 export class OverviewSampler {
   private reading: Promise<WireOverview> | undefined;
@@ -37,18 +39,25 @@ export class OverviewSampler {
 
   private async tick(): Promise<void> {
     const started = Date.now();
-    const overview = await this.current();
-    if (this.stopped) return;
-    // Only the sampler's own reads go into the history, so that it keeps one point a second however often pages ask.
-    if (overview.error === undefined) this.options.history.record(overview.throttles);
-    this.options.streams.broadcast('overview', overview);
+    if (this.options.streams.size > 0) {
+      const overview = await this.current();
+      if (this.stopped) return;
+      // Only the sampler's own reads go into the history, so that it keeps one point a second however often pages ask.
+      if (overview.error === undefined) this.options.history.record(overview.throttles);
+      this.options.streams.broadcast('overview', overview);
+    } else {
+      // No page open: the history goes on (so a page opened later has it), without the queues' reads.
+      const throttles = await this.options.read({ queues: false }).then((reading) => reading.throttles, () => undefined);
+      if (this.stopped) return;
+      if (throttles) this.options.history.record(throttles);
+    }
     // On the wall clock of this process: only the pace of sampling, never a time shown.
     this.schedule(Math.max(0, this.options.everyMs - (Date.now() - started)));
   }
 
   /** A fresh overview (or the one being read now). A failed read answers the last figures with the error. */
   current(): Promise<WireOverview> {
-    this.reading ??= this.options.read().then(
+    this.reading ??= this.options.read({ queues: true }).then(
       (reading) => {
         const overview: WireOverview = { ...reading, writes: this.options.writes };
         this.last = overview;
