@@ -55,7 +55,8 @@ async function main(): Promise<void> {
 
   const checks = guaranteeChecks(delivered);
   const allDelivered = delivered.length === jobs.length;
-  process.stdout.write(`${summaryLines(delivered, checks, allDelivered, frames.width).join('\n')}\n`);
+  // Frames printed one after another already end in a blank line.
+  process.stdout.write(`${summaryLines(delivered, checks, allDelivered, frames.width).slice(frames.inPlace ? 0 : 1).join('\n')}\n`);
   const ok = allDelivered && checks.every((c) => c.most <= c.limit);
 
   await worker.close();
