@@ -48,9 +48,7 @@ describe('Bull Board in a browser', () => {
 
     adapter = new ThrottledBullMQAdapter(queue);
     const serverAdapter = new ExpressAdapter().setBasePath('/board');
-    // @bull-board/express 9.10.1 brings its own @bull-board/api 9.10.1 beside ours (9.10.2): the same interface,
-    // declared twice, which TypeScript tells apart by their private fields.
-    createBullBoard({ queues: [adapter], serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'] });
+    createBullBoard({ queues: [adapter], serverAdapter });
     const app = express();
     app.use('/board', serverAdapter.getRouter());
     server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
