@@ -4,8 +4,8 @@ import { typeOf, type DashboardAssets } from './staticAssets';
 
 /**
  * Bundles the page from src/dashboard/web in memory, as tsup.config.ts's browser build does for dist/dashboard
- * (one IIFE with uPlot inside, its CSS beside it). Only for runs from the TypeScript sources: esbuild comes with
- * the dev dependencies (tsup's), which a published install does not have.
+ * (one IIFE with uPlot inside, its CSS beside it). Only for runs from the TypeScript sources: esbuild is a dev
+ * dependency, which a published install does not have.
  */
 export async function buildDevAssets(): Promise<DashboardAssets> {
   const webDir = join(__dirname, '..', 'web');
