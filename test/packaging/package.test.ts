@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { deleteKeysUnder, newRedis, uniquePrefix } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { ConsumerProject, ModuleResolution } from './support/consumerProject';
-import { BULL_BOARD_CJS_SCRIPT, BULL_BOARD_ESM_SCRIPT, CJS_SCRIPT, ESM_SCRIPT, typedConsumer, TypedConsumerOptions } from './support/consumerSources';
+import { BULL_BOARD_CJS_SCRIPT, BULL_BOARD_ESM_SCRIPT, CJS_SCRIPT, DASHBOARD_CJS_SCRIPT, ESM_SCRIPT, typedConsumer, TypedConsumerOptions } from './support/consumerSources';
 import { buildAndPack, installedVersion, PackedPackage, ROOT } from './support/packedPackage';
 
 // Builds, packs and installs into two consumer apps once for the whole file (npm install from npm's cache).
@@ -27,6 +27,7 @@ function consumer(name: string, dependencies: Record<string, string>, typed: Typ
     'check.mjs': ESM_SCRIPT,
     'board.cjs': BULL_BOARD_CJS_SCRIPT,
     'board.mjs': BULL_BOARD_ESM_SCRIPT,
+    'dashboard.cjs': DASHBOARD_CJS_SCRIPT,
   });
 }
 
@@ -60,6 +61,7 @@ describe('npm pack', () => {
       'package.json', 'README.md', 'LICENSE', 'CHANGELOG.md',
       'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js',
       'dist/bull-board.js', 'dist/bull-board.d.ts', 'dist/bull-board.mjs', 'dist/bull-board.d.mts',
+      'dist/dashboard/index.html', 'dist/dashboard/app.js', 'dist/dashboard/app.css',
       ...lua, ...includes,
     ];
     expect(packed.files).toEqual(expect.arrayContaining(expected));
@@ -69,8 +71,8 @@ describe('npm pack', () => {
     const unwanted = packed.files.filter((f) =>
       /demo|devRedis|exampleServer|checkScripts|^test\/|^benchmarks\/|^src\/|^docs\//i.test(f) || (f.endsWith('.ts') && !/\.d\.m?ts$/.test(f)));
     expect(unwanted).toEqual([]);
-    // Only the builds, their maps and declarations, the Lua and the top-level documents.
-    expect(packed.files.filter((f) => !/^(dist\/.*\.(js|mjs|map|d\.ts|d\.mts)|lua\/.*\.lua|package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(f))).toEqual([]);
+    // Only the builds, their maps and declarations, the dashboard's page, the Lua and the top-level documents.
+    expect(packed.files.filter((f) => !/^(dist\/.*\.(js|mjs|map|d\.ts|d\.mts)|dist\/dashboard\/(index\.html|app\.css)|lua\/.*\.lua|package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(f))).toEqual([]);
   });
 
   it('ships source maps that resolve: each built file names its map, and each map carries its sources, none of them an excluded module', () => {
@@ -141,6 +143,18 @@ describe.each([
     expect(report.exportsEsm).toBe(true);
     expect(report.granted).toEqual([true, false]);
     expect(report.result).toBe(42);
+  });
+});
+
+describe('the dashboard from the packed install', () => {
+  it('serves its built page, script and data from dist/dashboard (no esbuild in an install)', async () => {
+    const report = await runScript(withIoredis6, 'dashboard.cjs') as unknown as { resolved: string; answers: Record<string, { status: number; type: string; bytes: number }> };
+    expect(report.resolved).toMatch(/node_modules\/bullmq-throttle\/dist\/index\.js$/);
+    expect(existsSync(join(withIoredis6.dir, 'node_modules', 'esbuild'))).toBe(false);
+    expect(report.answers.page).toMatchObject({ status: 200, type: expect.stringMatching(/^text\/html/) });
+    expect(report.answers['app.js']).toMatchObject({ status: 200, type: expect.stringMatching(/javascript/) });
+    expect(report.answers['app.js'].bytes).toBeGreaterThan(10_000);
+    expect(report.answers['api/overview']).toMatchObject({ status: 200, type: expect.stringMatching(/^application\/json/) });
   });
 });
 

@@ -173,3 +173,29 @@ await queue.obliterate({ force: true });
 await queue.close();
 console.log(JSON.stringify({ resolved: fileURLToPath(import.meta.resolve('bullmq-throttle/bull-board')), waiting: counts.waiting }));
 `;
+
+/**
+ * The dashboard from the packed install (CommonJS): createDashboardHandler in a node:http server on a free port,
+ * its page, script and data endpoint fetched. The page must come from the package's dist/dashboard, built at
+ * `npm run build`, since a published install has no esbuild to build it. Prints one JSON line.
+ */
+export const DASHBOARD_CJS_SCRIPT = `const http = require('node:http');
+const { createDashboardHandler } = require('bullmq-throttle');
+
+(async () => {
+  const [url, prefix] = process.argv.slice(2);
+  const handler = createDashboardHandler({ connection: url, prefix });
+  const server = http.createServer(handler);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = 'http://127.0.0.1:' + server.address().port + '/';
+  const answers = {};
+  for (const path of ['', 'app.js', 'api/overview']) {
+    const response = await fetch(base + path);
+    const body = await response.text();
+    answers[path || 'page'] = { status: response.status, type: response.headers.get('content-type'), bytes: body.length };
+  }
+  server.close();
+  await handler.close();
+  console.log(JSON.stringify({ resolved: require.resolve('bullmq-throttle'), answers }));
+})().catch((error) => { console.error(error); process.exit(1); });
+`;
