@@ -21,6 +21,7 @@ import { ScriptRunner } from '../lua/scripts';
 import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
 import { readCounter } from './readCounter';
 import { readInFlight } from './readInFlight';
+import { nextRoomAt } from './nextRoom';
 import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
 import pino from 'pino';
 import { DEFAULT_PREFIX } from '../options/defaults';
@@ -320,7 +321,6 @@ export class ThrottleAdmin {
     const dispatchDelay = throttle.maxInFlight === undefined ? null : await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
     const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
-    const roomTimes = [...limits.map((l) => l.roomAt), rate?.roomAt ?? null, pausedUntil ?? null].filter((t): t is number => t !== null);
     return {
       throttle: name,
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
@@ -332,7 +332,7 @@ export class ThrottleAdmin {
       inFlight,
       paused: pausedUntil === undefined ? null : { until: pausedUntil },
       waiting,
-      nextRoomAt: roomTimes.length > 0 ? Math.max(...roomTimes) : now,
+      nextRoomAt: nextRoomAt(limits, rate, pausedUntil, now),
       at: now,
     };
   }

@@ -18,7 +18,10 @@ export interface JobExplanation {
   held: 'waiting-on-bucket' | 'ready' | null;
   /** Every bucket the job draws from under the queue's throttles, with what it counts now and what the job costs there (1 unless its throttle declares a cost). */
   buckets: (BucketStats & { holdsIt: boolean; cost: number })[];
-  /** When the bucket(s) holding it have room again (ms, Redis clock); null when nothing holds it. */
+  /**
+   * When the bucket(s) holding it have room again (ms, Redis clock); null when nothing holds it, or when a pause
+   * without an end does (a holding bucket's nextRoomAt is null: room returns only when it is resumed).
+   */
   roomAt: number | null;
   /** One line a person can act on. */
   reason: string;
@@ -60,8 +63,15 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
   }));
   const state = held ? 'held' : await context.bullmqState();
   const holding = buckets.filter((b) => b.holdsIt);
-  const roomAt = holding.length > 0 ? Math.max(...holding.map((b) => b.nextRoomAt)) : null;
+  const roomAt = roomAtOf(holding);
   return { ...base, state, held, buckets, roomAt, reason: reasonOf(state, held, holding, roomAt, context.nowMs) };
+}
+
+/** The latest of the holding buckets' next room; null when none holds it, or one waits on a resume (no time to promise). */
+function roomAtOf(holding: readonly BucketStats[]): number | null {
+  if (holding.length === 0) return null;
+  const times = holding.map((b) => b.nextRoomAt);
+  return times.includes(null) ? null : Math.max(...(times as number[]));
 }
 
 function reasonOf(state: string, held: JobExplanation['held'], holding: BucketStats[], roomAt: number | null, nowMs: number): string {
@@ -69,11 +79,14 @@ function reasonOf(state: string, held: JobExplanation['held'], holding: BucketSt
   if (held === null) return `not held by the throttle layer: bullmq has it as ${state}`;
   const why = holding.map((b) => {
     const where = `${b.throttle}${b.key === null ? ' (jobs missing the key)' : b.key.length > 0 ? ` [${b.key.join(', ')}]` : ''}`;
-    if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${b.paused.until - nowMs} ms more`}`;
+    if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${b.paused.until - b.at} ms more`}`;
     const full = b.limits.filter((l) => l.roomAt !== null).map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`);
     if (b.rate?.roomAt) full.push(`its rate (${b.rate.n} per ${b.rate.perMs} ms, burst ${b.rate.burst}) has no token`);
     if (b.inFlight && b.inFlight.counted >= b.inFlight.max) full.push(`${b.inFlight.counted}/${b.inFlight.max} in flight: room returns as one ends`);
     return `${where} is full (${full.join(', ') || 'its room is on its way'})`;
   });
-  return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > nowMs ? `; room returns in ${roomAt - nowMs} ms` : ''}`;
+  // Each bucket was read after nowMs: a bucket with room now has nextRoomAt = its own read's time, a few ms later,
+  // which is no room to promise. Only a time past the latest of those reads is.
+  const readAt = Math.max(nowMs, ...holding.map((b) => b.at));
+  return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > readAt ? `; room returns in ${roomAt - readAt} ms` : ''}`;
 }

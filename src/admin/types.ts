@@ -112,7 +112,10 @@ export interface BucketStats {
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */
   paused: { until: number | null } | null;
   waiting: number;
-  /** When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now. */
-  nextRoomAt: number;
+  /**
+   * When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now; null while a
+   * pause without an end holds the bucket (room returns only when it is resumed).
+   */
+  nextRoomAt: number | null;
   at: number;
 }

@@ -86,7 +86,8 @@ export interface WireBucket {
   inFlight: { max: number; counted: number; leased: number } | null;
   paused: { until: number | null } | null;
   waiting: number;
-  nextRoomAt: number;
+  /** null while a pause without an end holds the bucket: room returns when it is resumed. */
+  nextRoomAt: number | null;
   at: number;
 }
 

@@ -1,6 +1,7 @@
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Key, Throttle, ThrottleAdmin } from '../../src';
+import { bucketCommand } from '../../src/cli/commands/bucket';
 import { whyCommand } from '../../src/cli/commands/why';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
@@ -54,5 +55,43 @@ describe('explainJob', () => {
     expect(done.state).toBe('completed');
     expect(done.reason).toBe('not held by the throttle layer: bullmq has it as completed');
     expect((await admin.explainJob('explained', 'no-such-job')).reason).toBe('job no-such-job does not exist in queue explained');
+  });
+
+  it('promises no room while a pause without an end holds the bucket; a pause with an end is room at its end', async () => {
+    const queue = bed.queue('paused');
+    const delivered: string[] = [];
+    const perCustomer = Throttle.named('paused-per-customer').key([Key.data('customer')]).limit(2, '1m');
+    bed.worker('paused', async (job: Job) => { delivered.push(job.id!); }, { concurrency: 2, throttles: [perCustomer] });
+    // acme full (2/2), globex with room (1/2): both are then paused, acme until resumed, globex for a minute.
+    await queue.addBulk([...['acme', 'acme', 'globex'].map((customer) => ({ name: 'call', data: { customer } }))]);
+    await waitFor(() => delivered.length === 3, 10_000, 'two acme jobs and a globex one delivered');
+    await admin.pause('paused-per-customer', { key: ['acme'] });
+    const { until } = await admin.pause('paused-per-customer', { key: ['globex'], forMs: 60_000 });
+    const [acmeJob, globexJob] = await queue.addBulk([{ name: 'call', data: { customer: 'acme' } }, { name: 'call', data: { customer: 'globex' } }]);
+    await waitFor(async () => (await admin.explainJob('paused', acmeJob.id!)).held === 'waiting-on-bucket', 10_000, "acme's job held");
+    await waitFor(async () => (await admin.explainJob('paused', globexJob.id!)).held === 'waiting-on-bucket', 10_000, "globex's job held");
+
+    const acme = await admin.throttleBucket('paused-per-customer', ['acme']);
+    expect(acme).toMatchObject({ paused: { until: null }, bindingNow: 'paused', nextRoomAt: null, limits: [{ windowMs: 60_000, max: 2, counted: 2 }] });
+    // Its limit alone would free up within the minute: the pause, not the limit, says when room returns.
+    expect(acme.limits[0].roomAt).toEqual(expect.any(Number));
+    const held = await admin.explainJob('paused', acmeJob.id!);
+    expect(held.roomAt).toBeNull();
+    expect(held.reason).toBe('waiting: paused-per-customer [acme] is paused until resumed');
+    expect(held.buckets).toEqual([expect.objectContaining({ key: ['acme'], holdsIt: true, nextRoomAt: null })]);
+    expect(await whyCommand(admin, 'paused', acmeJob.id!)).toMatch(/paused-per-customer acme \(holds it\) +2\/2 per 60000 ms +paused until resumed/);
+    expect(await bucketCommand(admin, 'paused-per-customer', ['acme'])).toMatch(/next room +when resumed/);
+
+    const globex = await admin.throttleBucket('paused-per-customer', ['globex']);
+    expect(globex).toMatchObject({ paused: { until }, bindingNow: 'paused', nextRoomAt: until, limits: [{ counted: 1, roomAt: null }] });
+    const pausedForAWhile = await admin.explainJob('paused', globexJob.id!);
+    expect(pausedForAWhile.roomAt).toBe(until);
+    expect(pausedForAWhile.reason).toMatch(/^waiting: paused-per-customer \[globex\] is paused for \d+ ms more; room returns in \d+ ms$/);
+
+    expect(await admin.resume('paused-per-customer')).toBe(2);
+    await waitFor(() => delivered.includes(globexJob.id!), 10_000, "globex's job delivered once resumed");
+    const resumed = await admin.throttleBucket('paused-per-customer', ['acme']);
+    expect(resumed.paused).toBeNull();
+    expect(resumed.nextRoomAt).toBe(resumed.limits[0].roomAt);
   });
 });

@@ -39,7 +39,7 @@ export function formatBucketStats(stats: BucketStats): string {
       ...(stats.paused ? [['paused', stats.paused.until === null ? 'until resumed' : `until ${formatRelative(stats.paused.until, stats.at)}`] as [string, string]] : []),
       ['binding now', stats.bindingNow ?? 'nothing: it has room'],
       ['waiting', `${plural(stats.waiting, 'job')} held on this bucket`],
-      ['next room', stats.nextRoomAt <= stats.at ? 'now' : formatRelative(stats.nextRoomAt, stats.at)],
+      ['next room', stats.nextRoomAt === null ? 'when resumed' : stats.nextRoomAt <= stats.at ? 'now' : formatRelative(stats.nextRoomAt, stats.at)],
     ], { indent: '  ' }),
   ];
   return lines.join('\n');

@@ -4,6 +4,13 @@ import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { formatBucketKey, formatRelative, table } from '../format';
 import { runCommand, toJson } from '../run';
 
+/** A bucket's room column: its pause, else when room returns, on the clock of the bucket's own read. */
+function roomOf(b: JobExplanation['buckets'][number]): string {
+  if (b.paused) return `paused${b.paused.until === null ? ' until resumed' : ` until ${formatRelative(b.paused.until, b.at)}`}`;
+  if (b.nextRoomAt === null) return 'when resumed';
+  return b.nextRoomAt <= b.at ? 'room now' : formatRelative(b.nextRoomAt, b.at);
+}
+
 export function formatExplanation(e: JobExplanation): string {
   const lines = [`job ${e.jobId} of queue ${e.queue}: ${e.state}`, `  ${e.reason}`];
   if (e.buckets.length > 0) {
@@ -12,7 +19,7 @@ export function formatExplanation(e: JobExplanation): string {
       ...e.buckets.map((b) => [
         `${b.throttle} ${formatBucketKey(b.key)}${b.holdsIt ? ' (holds it)' : ''}`,
         [...b.limits.map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`), ...(b.rate ? [`rate: ${b.rate.room} may go`] : [])].join(', '),
-        b.paused ? `paused${b.paused.until === null ? ' until resumed' : ` until ${formatRelative(b.paused.until, e.at)}`}` : b.nextRoomAt <= e.at ? 'room now' : formatRelative(b.nextRoomAt, e.at),
+        roomOf(b),
       ]),
     ], { indent: '  ' }));
   }

@@ -25,11 +25,10 @@ function countsTable(b: WireBucket): HTMLElement {
     h('tbody', {}, rows));
 }
 
-/** When room returns: a pause until resumed has no time (throttleBucket's nextRoomAt leaves such a pause out). */
+/** When room returns: nextRoomAt counts a pause with an end in; one without an end has no time to show. */
 function roomReturns(b: WireBucket): string {
-  if (b.paused?.until === null) return 'when resumed';
-  const at = Math.max(b.nextRoomAt, b.paused?.until ?? 0);
-  return at > b.at ? formatUntil(at, b.at) : 'now';
+  if (b.nextRoomAt === null) return 'when resumed';
+  return b.nextRoomAt > b.at ? formatUntil(b.nextRoomAt, b.at) : 'now';
 }
 
 function summary(b: WireBucket): HTMLElement {

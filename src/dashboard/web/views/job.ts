@@ -4,11 +4,18 @@ import { formatKey, formatUntil } from '../format';
 import { bucketHref, jobHref } from '../router';
 import type { WireJob } from '../../wire';
 
+/** roomAt is null both when nothing holds the job and when a pause without an end does: only the second waits on a resume. */
+function roomReturns(job: WireJob): string {
+  // Seen from the holding buckets' own reads, later than job.at: a bucket with room now is 'now', not 'in 2 ms'.
+  if (job.roomAt !== null) return ` · room returns ${formatUntil(job.roomAt, Math.max(job.at, ...job.buckets.filter((b) => b.holdsIt).map((b) => b.at)))}`;
+  return job.buckets.some((b) => b.holdsIt && b.nextRoomAt === null) ? ' · room returns when resumed' : '';
+}
+
 function explanation(job: WireJob): HTMLElement[] {
   return [
     h('p', { class: 'reason', 'data-field': 'reason' }, job.reason),
     h('p', {}, `state: `, h('b', { 'data-field': 'state' }, job.state),
-      job.roomAt !== null ? ` · room returns ${formatUntil(job.roomAt, job.at)}` : ''),
+      roomReturns(job)),
     job.buckets.length === 0 ? h('p', { class: 'muted' }, 'it draws from no bucket') : h('table', { class: 'limits' },
       h('thead', {}, h('tr', {}, h('th', {}, 'throttle'), h('th', {}, 'bucket'), h('th', {}, 'counted'), h('th', {}, 'holds it back'), h('th', {}, ''))),
       h('tbody', {}, job.buckets.map((b) => h('tr', { class: b.holdsIt ? 'holds' : '' },
