@@ -47,9 +47,29 @@ export interface WireThrottle {
   at: number;
 }
 
-/** One limit's samples, oldest first: times (ms, Redis clock), deliveries in the window then, and N then. */
+/**
+ * The busiest bucket a sample found for one limit: of a keyed throttle, the highest `counted` among its top
+ * waiting buckets (at most three, read one by one); of an unkeyed throttle, its one bucket.
+ */
+export interface WireBusiest {
+  windowMs: number;
+  /** Deliveries the bucket counts in the window (per-bucket, against `max`). */
+  counted: number;
+  /** The bucket's N for the window (its own override's, else the throttle's). */
+  max: number;
+  key: WireKeyValue[] | null;
+}
+
+/**
+ * One limit's samples, oldest first: times (ms, Redis clock); the busiest bucket's count in the window, against
+ * N (`busiest`, null where no bucket waited: unknown without a scan), and its key as JSON text (null there too);
+ * the deliveries of all buckets together (`delivered`: for a keyed throttle, not comparable with the per-bucket N);
+ * and N then.
+ */
 export interface WireSeries {
   t: number[];
+  busiest: (number | null)[];
+  busiestKey: (string | null)[];
   delivered: number[];
   max: number[];
 }
@@ -63,6 +83,8 @@ export interface WireOverview {
   writes: boolean;
   queues: WireQueue[];
   throttles: WireThrottle[];
+  /** Per throttle, per limit, the busiest bucket found (none for a limit where no bucket of a keyed throttle waits). */
+  busiest: Record<string, WireBusiest[]>;
   /** The last read's failure (Redis unreachable, say); the figures are then those of the last read that worked. */
   error?: string;
 }

@@ -40,8 +40,12 @@ describe('dashboard API', () => {
       const history = (await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`)).body.history[THROTTLE]?.['600000'];
       return history && history.t.length >= 3 ? done(history) : notYet(`${history?.t.length ?? 0} samples`);
     }, { timeoutMs: 20_000 });
+    // Per bucket: the busiest of the top waiting ones (acme, beta, gamma) is at its limit, 2 of 2; all buckets together: 8.
+    expect(series.busiest.slice(-3)).toEqual([2, 2, 2]);
+    expect(series.busiestKey.slice(-3)).toEqual(['["acme"]', '["acme"]', '["acme"]']);
     expect(series.delivered.slice(-3)).toEqual([8, 8, 8]);
     expect(series.max.slice(-3)).toEqual([2, 2, 2]);
+    expect(body.busiest[THROTTLE]).toEqual([{ windowMs: 600_000, counted: 2, max: 2, key: ['acme'] }]);
     expect([...series.t].sort((a, b) => a - b)).toEqual(series.t);
 
     const bucket = await getJson<WireBucketPage>(`${dashboard.url}/api/bucket?throttle=${THROTTLE}&key=${encodeURIComponent('["acme"]')}`);
@@ -58,6 +62,21 @@ describe('dashboard API', () => {
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=${THROTTLE}&key=acme`)).status).toBe(400);
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=nope`)).status).toBe(404);
     expect((await getJson(`${dashboard.url}/api/job?queue=${QUEUE}`)).status).toBe(400);
+  });
+
+  it('charts no busiest bucket while none waits: a gap, not a made-up figure; the all-buckets total goes on', async () => {
+    // acme 2 and beta 1 are delivered (2 per 10 min per customer): nothing waits.
+    scenario = await startScenario('dash-gap', { acme: 2, beta: 1 });
+    const dashboard = await startDashboard({ prefix: scenario.bed.prefix });
+    closers.push(() => dashboard.close());
+    const series = await waitUntil('three samples of the limit', async () => {
+      const history = (await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`)).body.history[THROTTLE]?.['600000'];
+      return history && history.t.length >= 3 ? done(history) : notYet(`${history?.t.length ?? 0} samples`);
+    }, { timeoutMs: 20_000 });
+    expect(series.busiest.slice(-3)).toEqual([null, null, null]);
+    expect(series.busiestKey.slice(-3)).toEqual([null, null, null]);
+    expect(series.delivered.slice(-3)).toEqual([3, 3, 3]);
+    expect((await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`)).body.busiest[THROTTLE]).toEqual([]);
   });
 
   it('refuses writes with 403 when read-only, and invalid ones with 400 when writes are on', async () => {

@@ -75,13 +75,23 @@ describe('dashboard in a browser', () => {
     await expectText(page, `[data-queue="${QUEUE}"] [data-field="oldestHeld"]`, /^\d+ (ms|s)$/);
     await expectText(page, '#status', /^live · /);
 
-    // The chart draws a point per sample, and more arrive without reloading (server-sent events).
+    // The chart draws a point per sample, and more arrive without reloading (server-sent events). Against the
+    // per-bucket N it plots the busiest waiting bucket (acme, at its limit), never above N; the 8 deliveries of
+    // all buckets together are on a figure of their own, with no N line.
     const chart = `${card} figure.chart[data-window-ms="600000"]`;
     const points = await attributeAtLeast(page, chart, 'data-points', 3);
     await attributeAtLeast(page, chart, 'data-points', points + 1);
-    expect(await page.getAttribute(chart, 'data-last')).toBe(String(EXPECTED.delivered));
     expect(await page.getAttribute(chart, 'data-max')).toBe('2');
-    expect(await drawnPixels(page, `${chart} canvas`)).toBeGreaterThan(0);
+    expect(await page.getAttribute(chart, 'data-last')).toBe('2');
+    expect(await page.getAttribute(chart, 'data-busiest-key')).toBe('["acme"]');
+    expect(Number(await page.getAttribute(chart, 'data-peak'))).toBeLessThanOrEqual(2);
+    await expectText(page, `${chart} > [data-field="latest"]`, 'now: acme, 2 of 2');
+    const total = `${chart} figure.chart-total`;
+    expect(await page.getAttribute(total, 'data-last')).toBe(String(EXPECTED.delivered));
+    expect(await page.getAttribute(total, 'data-peak')).toBe(String(EXPECTED.delivered));
+    expect(await page.locator(`${total} .u-legend`).textContent()).not.toMatch(/limit/);
+    expect(await drawnPixels(page, `${chart} > .plot canvas`)).toBeGreaterThan(0);
+    expect(await drawnPixels(page, `${total} canvas`)).toBeGreaterThan(0);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview.png'), fullPage: true });
 
     // The bucket page, from the top waiting bucket's link.

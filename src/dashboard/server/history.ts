@@ -1,43 +1,14 @@
-import type { WireHistory, WireSeries, WireThrottle } from '../wire';
-
-/** One limit's ring of samples. */
-class Ring {
-  private readonly t: number[] = [];
-  private readonly delivered: number[] = [];
-  private readonly max: number[] = [];
-
-  constructor(private readonly capacity: number) {}
-
-  push(at: number, delivered: number, max: number): void {
-    // A read answered late can come after a newer one: time must only go forward on a chart.
-    if (this.t.length > 0 && at <= this.t[this.t.length - 1]) return;
-    this.t.push(at);
-    this.delivered.push(delivered);
-    this.max.push(max);
-    if (this.t.length > this.capacity) {
-      this.t.shift();
-      this.delivered.shift();
-      this.max.shift();
-    }
-  }
-
-  get lastAt(): number {
-    return this.t.length > 0 ? this.t[this.t.length - 1] : -Infinity;
-  }
-
-  series(): WireSeries {
-    return { t: [...this.t], delivered: [...this.delivered], max: [...this.max] };
-  }
-}
+import { emptySeries, limitSamples, pushSample } from '../series';
+import type { WireBusiest, WireHistory, WireSeries, WireThrottle } from '../wire';
 
 /**
- * What each throttle's `lastWindow` said, sample by sample, per limit: the charts' history. It is kept
- * in memory, from the statistics the delivery scripts keep (no bucket is read), so it starts when the
- * dashboard starts. A throttle or a limit that stops being reported is forgotten once its samples are all
- * older than the ring holds.
+ * What each sample found per throttle and limit: the busiest bucket's count against N, and the deliveries of all
+ * buckets together (the charts' history). It is kept in memory, from reads whose cost does not grow with the
+ * number of buckets, so it starts when the dashboard starts. A throttle or a limit that stops being reported is
+ * forgotten once its samples are all older than the ring holds.
  */
 export class DeliveryHistory {
-  private readonly rings = new Map<string, Map<string, Ring>>();
+  private readonly rings = new Map<string, Map<string, WireSeries>>();
 
   constructor(
     /** Samples kept per limit. */
@@ -45,22 +16,22 @@ export class DeliveryHistory {
     private readonly sampleEveryMs: number,
   ) {}
 
-  record(throttles: readonly WireThrottle[]): void {
+  record(reading: { throttles: readonly WireThrottle[]; busiest: Readonly<Record<string, WireBusiest[]>> }): void {
     let newest = -Infinity;
-    for (const throttle of throttles) {
+    for (const throttle of reading.throttles) {
       let limits = this.rings.get(throttle.name);
       if (!limits) {
         limits = new Map();
         this.rings.set(throttle.name, limits);
       }
-      for (const window of throttle.lastWindow) {
-        const id = String(window.windowMs);
+      for (const sample of limitSamples(throttle, reading.busiest[throttle.name])) {
+        const id = String(sample.windowMs);
         let ring = limits.get(id);
         if (!ring) {
-          ring = new Ring(this.capacity);
+          ring = emptySeries();
           limits.set(id, ring);
         }
-        ring.push(throttle.at, window.delivered, window.max);
+        pushSample(ring, throttle.at, sample, this.capacity);
       }
       newest = Math.max(newest, throttle.at);
     }
@@ -69,7 +40,7 @@ export class DeliveryHistory {
 
   private forgetOlderThan(cutoff: number): void {
     for (const [name, limits] of this.rings) {
-      for (const [id, ring] of limits) if (ring.lastAt < cutoff) limits.delete(id);
+      for (const [id, ring] of limits) if (ring.t.length === 0 || ring.t[ring.t.length - 1] < cutoff) limits.delete(id);
       if (limits.size === 0) this.rings.delete(name);
     }
   }
@@ -78,7 +49,7 @@ export class DeliveryHistory {
     const out: WireHistory = {};
     for (const [name, limits] of this.rings) {
       out[name] = {};
-      for (const [id, ring] of limits) out[name][id] = ring.series();
+      for (const [id, ring] of limits) out[name][id] = structuredClone(ring);
     }
     return out;
   }

@@ -2,7 +2,8 @@ import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import type { QueueStats, ThrottleStats } from '../../admin/types';
 import { UnknownQueueError } from '../../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
-import type { WireQueue, WireThrottle } from '../wire';
+import type { WireBusiest, WireQueue, WireThrottle } from '../wire';
+import { readBusiest } from './busiestBuckets';
 
 /** Top waiting buckets shown per throttle. */
 export const TOP_BUCKETS = 10;
@@ -11,6 +12,7 @@ export interface OverviewReading {
   at: number;
   queues: WireQueue[];
   throttles: WireThrottle[];
+  busiest: Record<string, WireBusiest[]>;
 }
 
 // The page's types must stay a view of what ThrottleAdmin answers: these fail to compile if they drift apart.
@@ -28,9 +30,9 @@ async function unlessGone<T>(read: Promise<T>): Promise<T | null> {
 }
 
 /**
- * Every live queue (and the listed ones) and every live throttle, through ThrottleAdmin's statistics: a few
- * commands per queue and per throttle, none of which reads the buckets one by one, so its cost does not grow
- * with their number.
+ * Every live queue (and the listed ones) and every live throttle, through ThrottleAdmin's statistics, and the
+ * busiest of each keyed throttle's top waiting buckets (at most BUSIEST_BUCKETS read): a few commands per
+ * queue, per throttle and per bucket read, so its cost does not grow with the number of buckets.
  */
 export async function readOverview(admin: ThrottleAdmin, listedQueues: readonly string[] = [], options: { queues?: boolean } = {}): Promise<OverviewReading> {
   const live = await admin.live();
@@ -38,10 +40,18 @@ export async function readOverview(admin: ThrottleAdmin, listedQueues: readonly 
   const queueNames = options.queues === false ? [] : [...new Set([...live.queues, ...listedQueues])].sort();
   const [queues, throttles] = await Promise.all([
     Promise.all(queueNames.map((queue) => unlessGone(admin.queueStats(queue)))),
-    Promise.all(live.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: TOP_BUCKETS })))),
+    // The busiest buckets need the top waiting ones throttleStats names: read right after it, beside the queues' reads.
+    Promise.all(live.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: TOP_BUCKETS })
+      .then(async (stats) => ({ stats, busiest: await readBusiest(admin, stats) }))))),
   ]);
   const wireQueues = queues.filter((q): q is QueueStats => q !== null).map(asWireQueue);
-  const wireThrottles = throttles.filter((t): t is ThrottleStats => t !== null).map(asWireThrottle);
+  const liveThrottles = throttles.filter((t): t is { stats: ThrottleStats; busiest: WireBusiest[] } => t !== null);
+  const wireThrottles = liveThrottles.map((t) => asWireThrottle(t.stats));
   const times = [...wireQueues.map((q) => q.at), ...wireThrottles.map((t) => t.at)];
-  return { at: times.length > 0 ? Math.max(...times) : Date.now(), queues: wireQueues, throttles: wireThrottles };
+  return {
+    at: times.length > 0 ? Math.max(...times) : Date.now(),
+    queues: wireQueues,
+    throttles: wireThrottles,
+    busiest: Object.fromEntries(liveThrottles.map((t) => [t.stats.name, t.busiest])),
+  };
 }

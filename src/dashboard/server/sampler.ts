@@ -13,7 +13,7 @@ export interface SamplerOptions {
 }
 
 /**
- * Reads the overview once every `everyMs`, records each throttle's last window in the history and sends the
+ * Reads the overview once every `everyMs`, records each throttle's last window and busiest bucket in the history and sends the
  * overview to every open page; with no page open, it reads the throttles only, for the history. Requests for
  * the overview join a read already under way, so that however many pages and requests there are, Redis sees
  * at most about one read at a time.
@@ -43,13 +43,13 @@ export class OverviewSampler {
       const overview = await this.current();
       if (this.stopped) return;
       // Only the sampler's own reads go into the history, so that it keeps one point a second however often pages ask.
-      if (overview.error === undefined) this.options.history.record(overview.throttles);
+      if (overview.error === undefined) this.options.history.record(overview);
       this.options.streams.broadcast('overview', overview);
     } else {
       // No page open: the history goes on (so a page opened later has it), without the queues' reads.
-      const throttles = await this.options.read({ queues: false }).then((reading) => reading.throttles, () => undefined);
+      const reading = await this.options.read({ queues: false }).catch(() => undefined);
       if (this.stopped) return;
-      if (throttles) this.options.history.record(throttles);
+      if (reading) this.options.history.record(reading);
     }
     // On the wall clock of this process: only the pace of sampling, never a time shown.
     this.schedule(Math.max(0, this.options.everyMs - (Date.now() - started)));
@@ -64,7 +64,7 @@ export class OverviewSampler {
         return overview;
       },
       (error: unknown) => ({
-        ...(this.last ?? { at: Date.now(), queues: [], throttles: [] }),
+        ...(this.last ?? { at: Date.now(), queues: [], throttles: [], busiest: {} }),
         writes: this.options.writes,
         error: `cannot read Redis: ${error instanceof Error ? error.message : String(error)}`,
       }),

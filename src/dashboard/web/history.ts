@@ -1,3 +1,4 @@
+import { emptySeries, limitSamples, pushSample } from '../series';
 import type { WireHistory, WireOverview, WireSeries } from '../wire';
 
 /**
@@ -21,22 +22,13 @@ export class ClientHistory {
   append(overview: WireOverview): void {
     for (const throttle of overview.throttles) {
       const limits = (this.series[throttle.name] ??= {});
-      for (const window of throttle.lastWindow) {
-        const s = (limits[String(window.windowMs)] ??= { t: [], delivered: [], max: [] });
-        if (s.t.length > 0 && throttle.at <= s.t[s.t.length - 1]) continue;
-        s.t.push(throttle.at);
-        s.delivered.push(window.delivered);
-        s.max.push(window.max);
-        if (s.t.length > this.capacity) {
-          s.t.shift();
-          s.delivered.shift();
-          s.max.shift();
-        }
+      for (const sample of limitSamples(throttle, overview.busiest[throttle.name])) {
+        pushSample((limits[String(sample.windowMs)] ??= emptySeries()), throttle.at, sample, this.capacity);
       }
     }
   }
 
   of(throttle: string, windowMs: number): WireSeries {
-    return this.series[throttle]?.[String(windowMs)] ?? { t: [], delivered: [], max: [] };
+    return this.series[throttle]?.[String(windowMs)] ?? emptySeries();
   }
 }

@@ -1,5 +1,5 @@
 import { fill, h } from '../dom';
-import { formatCount, formatDuration, formatKey, formatLimit, formatUntil, formatWindow } from '../format';
+import { formatCount, formatKey, formatLimit, formatUntil, formatWindow } from '../format';
 import type { ClientHistory } from '../history';
 import { bucketHref } from '../router';
 import type { WireThrottle } from '../../wire';
@@ -89,9 +89,14 @@ export class ThrottleCard {
     }
     for (const w of t.lastWindow) {
       let chart = this.chartsByWindow.get(w.windowMs);
+      if (chart && chart.keyed !== (t.key !== null)) {
+        // Redeclared with or without a key: what the chart plots changed.
+        chart.dispose();
+        chart.element.remove();
+        chart = undefined;
+      }
       if (!chart) {
-        const note = t.key ? 'deliveries of all buckets together; the limit holds per bucket, so the total may pass it' : null;
-        chart = new LimitChart(`deliveries in the last ${formatWindow(w.windowMs)}, against its limit · the last ${formatDuration(history.spanMs)}`, note, w.windowMs, history.spanMs);
+        chart = new LimitChart(w.windowMs, t.key !== null, history.spanMs);
         this.chartsByWindow.set(w.windowMs, chart);
         this.charts.append(chart.element);
       }

@@ -1,0 +1,35 @@
+import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
+import type { BucketStats, ThrottleStats } from '../../admin/types';
+import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
+import type { WireBusiest } from '../wire';
+
+/** A keyed throttle's top waiting buckets read one by one at each sample, as `watch` does: the cost is bounded whatever their number. */
+export const BUSIEST_BUCKETS = 3;
+
+/**
+ * Per limit, the busiest bucket the sample can know of without a scan. Unkeyed: the one bucket, whose count
+ * throttleStats already read. Keyed: the highest `counted` among the top waiting buckets; a limit where none
+ * waits gets no entry, since then no bucket holds a job back and the busiest one is unknown (a chart shows a
+ * gap, not a made-up figure). Buckets at their limit with nothing waiting are not seen, so this is the busiest
+ * of those holding jobs back, which is what a breach would look like.
+ */
+export async function readBusiest(admin: ThrottleAdmin, throttle: ThrottleStats): Promise<WireBusiest[]> {
+  if (!throttle.key) return throttle.lastWindow.map((w) => ({ windowMs: w.windowMs, counted: w.delivered, max: w.max, key: [] }));
+  const keys = throttle.topBuckets.slice(0, BUSIEST_BUCKETS).map((b) => b.key);
+  const buckets = (await Promise.all(keys.map((key) => admin.throttleBucket(throttle.name, key).catch((error: unknown) => {
+    // Its last declaring worker went away since throttleStats: nothing to show for it.
+    if (error instanceof UnknownThrottleError) return undefined;
+    throw error;
+  })))).filter((b): b is BucketStats => b !== undefined);
+  const busiest: WireBusiest[] = [];
+  for (const w of throttle.lastWindow) {
+    let best: WireBusiest | undefined;
+    for (const bucket of buckets) {
+      // A bucket with limits of its own (setLimits with a key) may count other windows than the throttle's.
+      const limit = bucket.limits.find((l) => l.windowMs === w.windowMs);
+      if (limit && (!best || limit.counted > best.counted)) best = { windowMs: w.windowMs, counted: limit.counted, max: limit.max, key: bucket.key };
+    }
+    if (best) busiest.push(best);
+  }
+  return busiest;
+}
