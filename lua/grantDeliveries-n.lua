@@ -18,6 +18,8 @@
     then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
     (test builds read one more trailing ARGV, a clock offset in ms)
 
+  The counters keep their throttles' bucket indexes (:active, :full: includes/bucketIndexes), pruned here.
+
   A paused bucket (ThrottleAdmin.pause, RetryAfterError: includes/throttlePauses) has no room until its
   pause ends.
 
@@ -40,6 +42,7 @@ local rcall = redis.call
 --- @include "includes/nodeIdentity"
 --- @include "includes/recoveryHold"
 --- @include "includes/grantorRecovery"
+--- @include "includes/throttleIndexes"
 
 local now = nowUs()
 local leaseMs = tonumber(ARGV[1])
@@ -60,27 +63,28 @@ if counterCount > 0 then
 end
 
 local counters = {}
--- Per throttle (its key base): whether it has pauses (its limits' field p), and the lease its rate is granted
--- short of (rh), read once.
+-- Per throttle (its key base): whether it has pauses (its limits' field p), the lease its rate is granted
+-- short of (rh), and whether it has a concurrency (c: its indexes may hold buckets it holds), read once.
 local published = {}
 for i = 1, counterCount do
   -- The counter's key is <base>:b:<bucket>:<W or r>, and a bucket segment holds no ':'.
   local base, bucket = string.match(KEYS[i], '^(.*):b:([^:]*):[^:]*$')
   local limits = published[base]
   if limits == nil then
-    local fields = rcall('HMGET', base .. ':limits', 'p', 'rh')
-    limits = { paused = fields[1] ~= false, rateLeaseMs = tonumber(fields[2]) or 0 }
+    local fields = rcall('HMGET', base .. ':limits', 'p', 'rh', 'c')
+    limits = { paused = fields[1] ~= false, rateLeaseMs = tonumber(fields[2]) or 0, concurrency = fields[3] ~= false }
     published[base] = limits
   end
   local untilMs
   if ARGV[2 * i + 2] == 'r' then
     local rate = rateOf(ARGV[2 * i + 1], math.max(leaseMs, limits.rateLeaseMs))
-    counters[i] = { rate = loadRate(KEYS[i], rate, now) }
+    counters[i] = { rate = loadRate(KEYS[i], rate, now, base, bucket), fillMs = rate.fillMs }
     -- A rate is not counted again after a failover: held until a burst had time to fill.
     untilMs = heldUntilMs + rate.fillMs
   else
     local windowMs = tonumber(ARGV[2 * i + 2])
     counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), windowMs, now)
+    counters[i].statsBase, counters[i].bucket = base, bucket
     -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
     untilMs = heldUntilMs + (windowHold and windowMs or 0)
   end
@@ -134,7 +138,20 @@ for d = 1, deliveries do
   at = at + 2 * c + 1
 end
 
+-- Per throttle base, the longest its buckets stay in its indexes: its longest window, or its rate's fill time.
+local longest = {}
 for i = 1, counterCount do
-  if counters[i].rate then saveRate(counters[i].rate) else saveCounter(counters[i]) end
+  local counter, span = counters[i], nil
+  if counter.rate then
+    saveRate(counter.rate)
+    span = counter.fillMs
+  else
+    saveCounter(counter)
+    span = counter.g.windowMs
+  end
+  local base = counter.rate and counter.rate.statsBase or counter.statsBase
+  if span > (longest[base] or 0) then longest[base] = span end
 end
+bucketIndexes.flush()
+for base, span in pairs(longest) do pruneThrottleIndexes(base, math.floor(now / 1000), span, published[base].concurrency) end
 return reply

@@ -145,7 +145,6 @@ for d = 1, deliveries do
 end
 
 saveBucketCounters()
-flushActiveIndexes()
 -- Exact delivery prunes the bucket indexes once a stats slot; grants prune them as they come (two commands
 -- per throttle per call).
 for encodedName in pairs(touched) do
@@ -153,7 +152,9 @@ for encodedName in pairs(touched) do
   if limits then
     local longest = 0
     for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
-    pruneThrottleIndexes(throttleBase(throttlePrefix, encodedName), nowMs, longest)
+    -- A rate's bucket stays active (its stored time ahead) for up to the time a burst takes to fill.
+    if limits.rate and limits.rate.fillMs > longest then longest = limits.rate.fillMs end
+    pruneThrottleIndexes(throttleBase(throttlePrefix, encodedName), nowMs, longest, limits.concurrency ~= nil)
   end
 end
 return reply

@@ -128,10 +128,15 @@ describe('Grantor', () => {
   });
 
   it('an idle bucket holds no Redis key', async () => {
-    // Beside the buckets, the namespace keeps one record of the Redis node that counts it (its identity).
-    const bucketKeys = async () => (await keysUnder(redis, prefix)).filter((key) => !key.includes('::grantor'));
+    // Beside the buckets, the namespace keeps one record of the Redis node that counts it (its identity), and
+    // each throttle its bucket indexes (lua/includes/bucketIndexes.lua), which expire 2 W + 60 s after.
+    const isIndex = (key: string) => key.endsWith(':active') || key.endsWith(':full');
+    const bucketKeys = async () => (await keysUnder(redis, prefix)).filter((key) => !key.includes('::grantor') && !isIndex(key));
     await grantor.grant([[{ throttle: stripe }, { throttle: perCustomer, key: ['acme'] }]]);
     expect((await bucketKeys()).length).toBe(2);
+    const indexes = (await keysUnder(redis, prefix)).filter(isIndex);
+    expect(indexes).toHaveLength(2);
+    for (const key of indexes) expect(await redis.pttl(key)).toBeGreaterThan(0);
     // Keys expire on the real Redis clock (the steered clock only moves the scripts) at most W / 4 after
     // their last token is released (EXPIRY_SLACK in windowCounter.lua), plus a slot: wait for real.
     await new Promise((r) => setTimeout(r, 1000 + 250 + 5 + 50));

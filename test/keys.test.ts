@@ -101,9 +101,14 @@ describe('key values against a real Redis', () => {
     expect(first.every((r) => r.granted)).toBe(true);
     const second = await grantor.grant(values.map((value) => [{ throttle: perCustomer, key: [value] }]));
     expect(second.every((r) => !r.granted)).toBe(true);
-    // One counter per value, beside the record of the Redis node that counts the namespace.
+    // One counter per value, beside the record of the Redis node that counts the namespace and the throttle's
+    // bucket indexes (lua/includes/bucketIndexes.lua), which name each value once; all in one slot.
     const keys = (await keysUnder(redis, prefix)).filter((key) => !key.includes('::grantor'));
-    expect(keys).toHaveLength(values.length);
+    expect(keys.filter((key) => key.includes(':b:'))).toHaveLength(values.length);
+    const indexes = new ThrottleKeys(prefix).throttleIndexes('per{customer}:x');
+    expect(keys).toHaveLength(values.length + 2);
+    expect(await redis.zcard(indexes.active)).toBe(values.length);
+    expect(await redis.zcard(indexes.full)).toBe(values.length);
     const slots = new Set(keys.map((key) => calculateSlot(key)));
     expect(slots.size).toBe(1);
   });

@@ -5,6 +5,7 @@
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
   A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
   paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
+  Every kind keeps the throttle's bucket indexes (includes/bucketIndexes), written by saveBucketCounters.
   A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
   delivery (exactRoom), which names the job it counts, and held by leased workers (lua/leaseTokens-1.lua).
   Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
@@ -120,11 +121,11 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
     counters[#counters + 1] = counter
   end
   if limits.rate then
-    counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs)
+    counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs, limits.base, bucket.bucket)
     rateList[#rateList + 1] = counters.rate
   end
   if limits.concurrency then
-    counters.inFlight = loadInFlight(limits.base .. ':b:' .. bucket.bucket .. ':c', limits.concurrency, nowUs)
+    counters.inFlight = loadInFlight(limits.base .. ':b:' .. bucket.bucket .. ':c', limits.concurrency, nowUs, limits.base, bucket.bucket)
     counters.inFlight.bucketId = bucket.id
     inFlightList[#inFlightList + 1] = counters.inFlight
   end
@@ -198,9 +199,11 @@ function addBucketTokens(counters, count, leaseMs)
 end
 
 -- waitingQueueBase: the queue whose classes may wait on the buckets now (woken when a job in flight ends).
+-- Concurrency first: the time kinds' index notes depend on whether it holds the bucket (includes/bucketIndexes).
 function saveBucketCounters(waitingQueueBase)
+  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, (inFlight.lacked or inFlight.n >= inFlight.max) and waitingQueueBase) end
   for _, counter in ipairs(counterList) do saveCounter(counter) end
   for _, rate in ipairs(rateList) do saveRate(rate) end
-  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, (inFlight.lacked or inFlight.n >= inFlight.max) and waitingQueueBase) end
+  bucketIndexes.flush()
 end
 end -- of the block that keeps the helpers local

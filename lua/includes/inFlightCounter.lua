@@ -26,9 +26,12 @@
   every CHECK_MS: a full bucket's waiters are woken by a release, and by that check at the latest.
   A job delivered again while its old entry stands (it stalled, back to wait, and was delivered anew) has
   its entry replaced, not added to. The keys have no expiry: a job may run for hours; '#' at 0 deletes one.
+  The bucket is in its throttle's :active index while it counts anything, and in :full while it counts >= n
+  (includes/bucketIndexes, which says how; the counter's fields 'a' and 'f' mark what it entered).
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
   delivery: the queue's keys and its throttles' share one).
 ]]
+--- @include "bucketIndexes"
 -- leasedHolds: { set, add, heldBy, wakeWaiting } (one table: the delivery scripts' main chunk is near Lua's 200 locals).
 local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight, leasedHolds
 do
@@ -60,9 +63,13 @@ end
 -- Counters loaded in this run, by key: a release updates what they hold.
 local loadedCounters = {}
 
-function loadInFlight(key, max, nowUs)
-  local fields = rcall('HMGET', key, '#', '@')
-  local counter = { key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {} }
+-- base, bucket: the throttle's base and the bucket's segment, for its indexes (includes/bucketIndexes).
+function loadInFlight(key, max, nowUs, base, bucket)
+  local fields = rcall('HMGET', key, '#', '@', 'a', 'f')
+  local counter = {
+    key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {},
+    base = base, bucket = bucket, markedActive = fields[3] ~= false, markedFull = tonumber(fields[4]),
+  }
   loadedCounters[key] = counter
   return counter
 end
@@ -76,7 +83,9 @@ local function checkEntries(counter)
   local flat = rcall('HGETALL', counter.key)
   for i = 1, #flat, 2 do
     local entry = flat[i]
-    if entry ~= '#' and entry ~= '@' and string.byte(entry, 1) ~= 126 and not counter.added[entry] and not stillInFlight(entry) then
+    -- A job's entry starts with a digit (its queue base's length); '#', '@', 'a', 'f' and holds ('~') do not.
+    local first = string.byte(entry, 1)
+    if first >= 48 and first <= 57 and not counter.added[entry] and not stillInFlight(entry) then
       rcall('HDEL', counter.key, entry)
       counter.n = counter.n - tonumber(flat[i + 1])
     end
@@ -160,8 +169,17 @@ end
 
 -- Writes the counts; a full bucket names the queue whose classes are about to wait on it.
 function saveInFlight(counter, waitingQueueBase)
-  if counter.dirty then
-    if counter.n <= 0 then rcall('DEL', counter.key) else rcall('HSET', counter.key, '#', intArg(counter.n)) end
+  local marks = counter.base and bucketIndexes.concurrency(counter.base, counter.bucket, counter.n, counter.max,
+    counter.markedActive, counter.markedFull, math.floor(counter.nowUs / 1000))
+  if counter.n <= 0 then
+    if counter.dirty then rcall('DEL', counter.key) end
+  elseif marks and marks.f then
+    rcall('HSET', counter.key, '#', intArg(counter.n), 'a', '1', 'f', intArg(marks.f))
+  elseif marks then
+    rcall('HSET', counter.key, '#', intArg(counter.n), 'a', '1')
+    if counter.markedFull then rcall('HDEL', counter.key, 'f') end
+  elseif counter.dirty then
+    rcall('HSET', counter.key, '#', intArg(counter.n))
   end
   if waitingQueueBase then
     rcall('SADD', counter.key .. ':q', waitingQueueBase)
@@ -193,7 +211,9 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
   local released = 0
   for i = 1, #counters, 2 do
     local key, bucketId = counters[i], counters[i + 1]
-    local cost = tonumber(rcall('HGET', key, entry))
+    -- With 'a' and 'f': whether its concurrency holds the bucket active, and full at which n (includes/bucketIndexes).
+    local fields = rcall('HMGET', key, entry, 'a', 'f')
+    local cost = tonumber(fields[1])
     if cost then
       rcall('HDEL', key, entry)
       released = released + 1
@@ -202,8 +222,20 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
         -- Loaded in this run: its count in memory is the one saved (saveInFlight), with what was added since.
         loaded.n = loaded.n - cost
         loaded.dirty = true
-      elseif rcall('HINCRBY', key, '#', -cost) <= 0 then
-        rcall('DEL', key)
+      else
+        -- Its bucket leaves the indexes it no longer belongs in (includes/bucketIndexes); the key is
+        -- <base>:b:<bucket>:c, the bucket id <throttle>=<bucket>.
+        local bucket = string.sub(bucketId, string.find(bucketId, '=', 1, true) + 1)
+        local base = string.sub(key, 1, #key - #bucket - 5)
+        local fullAt = tonumber(fields[3])
+        local left = rcall('HINCRBY', key, '#', -cost)
+        if left <= 0 then
+          rcall('DEL', key)
+          bucketIndexes.leave(base, bucket, fields[2] ~= false, fullAt ~= nil, math.floor(nowUs / 1000))
+        elseif fullAt and left < fullAt then
+          rcall('HDEL', key, 'f')
+          bucketIndexes.leave(base, bucket, false, true, math.floor(nowUs / 1000))
+        end
       end
       wakeWaiting(key, bucketId, nowUs)
     end

@@ -18,8 +18,11 @@
   A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
   whether its T was absorbed by an idle moment since (then taking it off would let more through than the
   rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
+  A rate with a statsBase (and bucket: the counter's statsBase, bucket) keeps its throttle's indexes
+  (includes/bucketIndexes): active until its key expires, full until room for one more returns.
   The including script defines rcall and includes intArg.
 ]]
+--- @include "bucketIndexes"
 local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate
 do
 -- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs }.
@@ -29,9 +32,10 @@ function rateOf(text, leaseMs)
   return { T = T, toleranceUs = (tonumber(burst) - 1) * T - leaseMs * 1000, fillMs = math.ceil(tonumber(burst) * T / 1000) }
 end
 
-function loadRate(key, rate, nowUs)
+-- statsBase, bucket: the throttle's base and the bucket's segment, for its indexes (false: none kept).
+function loadRate(key, rate, nowUs, statsBase, bucket)
   local tat = tonumber(rcall('GET', key)) or 0
-  return { key = key, T = rate.T, tolerance = rate.toleranceUs, tat = tat, nowUs = nowUs, dirty = false }
+  return { key = key, T = rate.T, tolerance = rate.toleranceUs, tat = tat, nowUs = nowUs, dirty = false, statsBase = statsBase or false, bucket = bucket }
 end
 
 local function base(counter)
@@ -64,7 +68,13 @@ function saveRate(counter)
   if counter.tat <= counter.nowUs then
     rcall('DEL', counter.key)
   else
-    rcall('SET', counter.key, intArg(counter.tat), 'PXAT', intArg(math.ceil(counter.tat / 1000)))
+    local expiresMs = math.ceil(counter.tat / 1000)
+    rcall('SET', counter.key, intArg(counter.tat), 'PXAT', intArg(expiresMs))
+    if counter.statsBase then
+      bucketIndexes.note(counter.statsBase, ':active', counter.bucket, expiresMs)
+      local roomAt = rateRoomAtUs(counter)
+      if roomAt > 0 then bucketIndexes.note(counter.statsBase, ':full', counter.bucket, math.ceil(roomAt / 1000)) end
+    end
   end
 end
 end -- of the block that keeps the helpers local

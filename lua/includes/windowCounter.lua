@@ -22,12 +22,14 @@
   latest r among them, never before any of them, so a count only ever errs on the safe side, and by less
   than one slot (W / SLOTS_PER_WINDOW) at worst; tokens granted together (the usual case under a backlog)
   are released almost exactly on time. The hash holds at most (W + h) / slot + 4 fields whatever N is.
+  A counter with a statsBase keeps its throttle's :active and :full indexes (includes/bucketIndexes).
   The including script defines `local rcall = redis.call`.
 ]]
 --- @include "intArg"
+--- @include "bucketIndexes"
 -- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
 -- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeTokens, flushActiveIndexes, saveCounter
+local slotOf, sweepCounter, loadCounter, hasRoom, hasRoomFor, addToken, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeTokens, saveCounter
 do
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
@@ -252,14 +254,6 @@ function removeTokens(counter, grantUs, leaseMs, nowUs, count)
   return removed
 end
 
--- Throttle base -> { score, bucket, ... } for its :active index, written once per script.
-local pendingActive = {}
-
-function flushActiveIndexes()
-  for base, pending in pairs(pendingActive) do rcall('ZADD', base .. ':active', 'GT', unpack(pending)) end
-  pendingActive = {}
-end
-
 function saveCounter(counter)
   if not counter.dirty then return end
   local key = counter.key
@@ -268,7 +262,7 @@ function saveCounter(counter)
     -- start. (Swept first, so that what is written below is the swept count.)
     if not counter.swept then sweepCounter(counter, counter.nowUs) end
     if counter.n >= counter.max then
-      rcall('ZADD', counter.statsBase .. ':full', 'GT', intArg(math.floor((counter.lo - 1) * counter.g.slot / 1000)), counter.bucket)
+      bucketIndexes.note(counter.statsBase, ':full', counter.bucket, math.floor((counter.lo - 1) * counter.g.slot / 1000))
     end
   end
   if counter.n <= 0 then
@@ -293,15 +287,8 @@ function saveCounter(counter)
   end
   if expire then rcall('PEXPIREAT', key, intArg(math.ceil(counter.expiresAt * counter.g.slot / 1000))) end
   if counter.statsBase and counter.hi ~= counter.storedHi then
-    -- When its last counted token is released, gathered per throttle and written in one ZADD by
-    -- flushActiveIndexes (includes/throttleStats).
-    local pending = pendingActive[counter.statsBase]
-    if pending == nil then
-      pending = {}
-      pendingActive[counter.statsBase] = pending
-    end
-    pending[#pending + 1] = intArg(math.ceil(counter.hi * counter.g.slot / 1000))
-    pending[#pending + 1] = counter.bucket
+    -- When its last counted token is released (written per throttle in one ZADD by bucketIndexes.flush).
+    bucketIndexes.note(counter.statsBase, ':active', counter.bucket, math.ceil(counter.hi * counter.g.slot / 1000))
   end
 
 end

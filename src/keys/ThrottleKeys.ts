@@ -56,7 +56,8 @@ export class ThrottleKeys {
 
   /**
    * HASH '#' -> the jobs' costs summed, an entry per job in flight -> its cost: one bucket's concurrency
-   * (lua/includes/inFlightCounter.lua); its `:q` names the queues waiting on it.
+   * (lua/includes/inFlightCounter.lua); 'a' and 'f' mark it in the throttle's indexes (lua/includes/bucketIndexes.lua);
+   * its `:q` names the queues waiting on it.
    */
   inFlightCounter(name: string, bucket: string): string {
     return `${this.throttleBase(name)}:b:${bucket}:c`;
@@ -77,7 +78,7 @@ export class ThrottleKeys {
     return `${this.throttleBase(name)}:returned`;
   }
 
-  /** Bucket indexes kept with the counters (see lua/includes/windowCounter.lua). */
+  /** Bucket indexes kept with the counters of every kind (see lua/includes/bucketIndexes.lua). */
   throttleIndexes(name: string): { active: string; full: string } {
     const base = this.throttleBase(name);
     return { active: `${base}:active`, full: `${base}:full` };
