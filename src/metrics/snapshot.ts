@@ -1,7 +1,6 @@
 import { ThrottleAdmin } from '../admin/ThrottleAdmin';
 import { QueueStats, ThrottleStats } from '../admin/types';
-import { UnknownQueueError } from '../errors/UnknownQueueError';
-import { UnknownThrottleError } from '../errors/UnknownThrottleError';
+import { unlessGone } from '../admin/unlessGone';
 
 /** Everything one scrape reports, read through ThrottleAdmin. */
 export interface MetricsSnapshot {
@@ -9,15 +8,6 @@ export interface MetricsSnapshot {
   queues: QueueStats[];
 }
 
-/** null for a name that vanished between `live()` and its stats (its worker closed or lapsed meanwhile). */
-async function unlessGone<T>(read: Promise<T>): Promise<T | null> {
-  try {
-    return await read;
-  } catch (error) {
-    if (error instanceof UnknownThrottleError || error instanceof UnknownQueueError) return null;
-    throw error;
-  }
-}
 
 /**
  * The live queues (or the listed ones) and the throttles declared on them. Bucket lists are never read

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { BucketStats, ThrottleStats } from '../../admin/types';
+import { readTopBuckets, unlessGone } from '../../admin/unlessGone';
 import { UnknownQueueError } from '../../errors/UnknownQueueError';
-import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
 import { isConnectionError, RedisUnreachableError } from '../errors';
 import { LiveFrames, PLAIN_WIDTH, TerminalOut } from '../../terminal/LiveFrames';
 import { parseWholeNumber } from '../options';
@@ -19,23 +19,11 @@ export const WATCH_BUCKETS = 3;
 
 export async function watchSnapshot(admin: ThrottleAdmin, queue: string, options: { top?: number } = {}): Promise<WatchSnapshot> {
   const stats = await admin.queueStats(queue);
-  const throttles = await Promise.all(stats.throttles.map(async (t) => {
-    try {
-      return await admin.throttleStats(t.name, { top: options.top ?? WATCH_TOP });
-    } catch (error) {
-      // Its last declaring worker went away between the two reads: it is no longer in effect.
-      if (error instanceof UnknownThrottleError) return undefined;
-      throw error;
-    }
-  }));
-  const live = throttles.filter((t): t is ThrottleStats => t !== undefined);
+  const throttles = await Promise.all(stats.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: options.top ?? WATCH_TOP }))));
+  const live = throttles.filter((t): t is ThrottleStats => t !== null);
   const buckets: Record<string, BucketStats[]> = {};
   await Promise.all(live.map(async (t) => {
-    const keys = t.key ? t.topBuckets.slice(0, WATCH_BUCKETS).map((b) => b.key) : [null];
-    buckets[t.name] = (await Promise.all(keys.map((key) => admin.throttleBucket(t.name, key).catch((error: unknown) => {
-      if (error instanceof UnknownThrottleError) return undefined;
-      throw error;
-    })))).filter((b): b is BucketStats => b !== undefined);
+    buckets[t.name] = await readTopBuckets(admin, t, WATCH_BUCKETS);
   }));
   return { queue: stats, throttles: live, buckets };
 }

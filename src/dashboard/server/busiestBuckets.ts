@@ -1,6 +1,6 @@
 import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
-import type { BucketStats, ThrottleStats } from '../../admin/types';
-import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
+import type { ThrottleStats } from '../../admin/types';
+import { readTopBuckets } from '../../admin/unlessGone';
 import type { WireBusiest } from '../wire';
 
 /** A keyed throttle's top waiting buckets read one by one at each sample, as `watch` does: the cost is bounded whatever their number. */
@@ -15,12 +15,7 @@ export const BUSIEST_BUCKETS = 3;
  */
 export async function readBusiest(admin: ThrottleAdmin, throttle: ThrottleStats): Promise<WireBusiest[]> {
   if (!throttle.key) return throttle.lastWindow.map((w) => ({ windowMs: w.windowMs, counted: w.delivered, max: w.max, key: [] }));
-  const keys = throttle.topBuckets.slice(0, BUSIEST_BUCKETS).map((b) => b.key);
-  const buckets = (await Promise.all(keys.map((key) => admin.throttleBucket(throttle.name, key).catch((error: unknown) => {
-    // Its last declaring worker went away since throttleStats: nothing to show for it.
-    if (error instanceof UnknownThrottleError) return undefined;
-    throw error;
-  })))).filter((b): b is BucketStats => b !== undefined);
+  const buckets = await readTopBuckets(admin, throttle, BUSIEST_BUCKETS);
   const busiest: WireBusiest[] = [];
   for (const w of throttle.lastWindow) {
     let best: WireBusiest | undefined;

@@ -1,7 +1,6 @@
 import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import type { QueueStats, ThrottleStats } from '../../admin/types';
-import { UnknownQueueError } from '../../errors/UnknownQueueError';
-import { UnknownThrottleError } from '../../errors/UnknownThrottleError';
+import { unlessGone } from '../../admin/unlessGone';
 import type { WireBusiest, WireQueue, WireThrottle } from '../wire';
 import { readBusiest } from './busiestBuckets';
 
@@ -19,15 +18,6 @@ export interface OverviewReading {
 const asWireThrottle = (stats: ThrottleStats): WireThrottle => stats;
 const asWireQueue = (stats: QueueStats): WireQueue => stats;
 
-/** null for a name that went away between `live()` and its stats (its last worker closed meanwhile). */
-async function unlessGone<T>(read: Promise<T>): Promise<T | null> {
-  try {
-    return await read;
-  } catch (error) {
-    if (error instanceof UnknownThrottleError || error instanceof UnknownQueueError) return null;
-    throw error;
-  }
-}
 
 /**
  * Every live queue (and the listed ones) and every live throttle, through ThrottleAdmin's statistics, and the
