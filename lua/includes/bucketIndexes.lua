@@ -19,9 +19,8 @@
       with ZADD GT (the latest until wins, inside the band as outside). It knows from this script's
       concurrency counter of the bucket (bucketCounters loads one whenever the throttle has a concurrency),
       which is saved, entering or leaving the band, before any time kind writes (saveBucketCounters);
-    - a concurrency enters the band (ZSCORE, then ZADD BAND + the score found) when its count rises from 0
-      (active) or to n (full), and leaves it (ZADD the score less BAND, or ZREM when that is past) when its
-      count drops to 0 or below n: on a delivery, a grant, a hold changed or lapsed, a release, or the check of
+    - a concurrency enters the band (ZINCRBY BAND) when its count rises from 0 (active) or to n (full), and
+      leaves it (ZINCRBY -BAND, then ZREM when what is left is past) when its count drops to 0 or below n: on a delivery, a grant, a hold changed or lapsed, a release, or the check of
       a full bucket's ended jobs. Its counter HASH marks what it entered ('a'; 'f' -> the n it was full at),
       so a counter found counting without a mark (written before the indexes knew concurrency) enters then;
     - a blocked class's note is a plain ZADD (it may lower a stale time), left out while the concurrency
@@ -67,17 +66,17 @@ function bucketIndexes.noteBlocked(base, bucket, roomAtMs)
   list[#list + 1] = roomAtMs
 end
 
+-- Called only where the counter's marks say the bucket is out of the band (in, for leave): one ZINCRBY each
+-- way. Should a mark and the index disagree (a key lost apart from the other), the result shows it and is undone.
 local function enter(key, bucket)
-  local score = tonumber(rcall('ZSCORE', key, bucket))
-  if score and score >= BAND then return end
-  rcall('ZADD', key, intArg(BAND + (score or 0)), bucket)
+  if tonumber(rcall('ZINCRBY', key, intArg(BAND), bucket)) >= 2 * BAND then rcall('ZINCRBY', key, intArg(-BAND), bucket) end
   rcall('PERSIST', key)
 end
 
 local function leave(key, bucket, nowMs)
-  local score = tonumber(rcall('ZSCORE', key, bucket))
-  if score == nil or score < BAND then return end
-  if score - BAND > nowMs then rcall('ZADD', key, intArg(score - BAND), bucket) else rcall('ZREM', key, bucket) end
+  local score = tonumber(rcall('ZINCRBY', key, intArg(-BAND), bucket))
+  if score < 0 then score = tonumber(rcall('ZINCRBY', key, intArg(BAND), bucket)) end
+  if score <= nowMs then rcall('ZREM', key, bucket) end
 end
 
 -- A concurrency counter's bucket after this script: counted (units in flight), max (n), marks ('a' and 'f' as

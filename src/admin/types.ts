@@ -57,7 +57,7 @@ export interface BucketSummary {
 export interface ThrottleStats extends ThrottleSummary {
   /** Queues where a live worker declares it. */
   queues: string[];
-  /** Buckets with deliveries still inside the longest window. */
+  /** Buckets counting something now: deliveries still inside a window, a rate's time ahead, or jobs in flight. */
   activeBuckets: number;
   /** Buckets with no room right now. */
   bucketsAtLimit: number;

@@ -54,7 +54,7 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
   },
   {
     name: 'throttle_active_buckets',
-    help: 'Buckets of the throttle with deliveries still inside its longest window.',
+    help: 'Buckets of the throttle counting something now: deliveries inside a window, a rate not yet refilled, or jobs in flight.',
     type: 'gauge',
     labelNames: ['throttle'],
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.activeBuckets })),
