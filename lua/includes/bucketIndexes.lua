@@ -25,8 +25,9 @@
       so a counter found counting without a mark (written before the indexes knew concurrency) enters then;
     - a blocked class's note is a plain ZADD (it may lower a stale time), left out while the concurrency
       holds the bucket full (the band's time part is the time kinds' to keep);
-    - pruning (throttleIndexes) drops past scores only (band scores are never past) and lets an index expire
-      only while it holds no band score (PERSIST otherwise: its buckets' jobs may run longer than any TTL).
+    - pruning (throttleIndexes) drops past scores only (band scores are never past), and gives the indexes of a
+      throttle with a concurrency no TTL: its buckets' jobs may run longer than any TTL. (A concurrency-only
+      throttle's indexes empty themselves as its jobs end; a mixed one's keep past scores until it next delivers.)
   Scores stay exact: BAND + a time in ms is below 2^53. The including script defines rcall.
 ]]
 --- @include "intArg"
@@ -70,7 +71,6 @@ end
 -- way. Should a mark and the index disagree (a key lost apart from the other), the result shows it and is undone.
 local function enter(key, bucket)
   if tonumber(rcall('ZINCRBY', key, intArg(BAND), bucket)) >= 2 * BAND then rcall('ZINCRBY', key, intArg(-BAND), bucket) end
-  rcall('PERSIST', key)
 end
 
 local function leave(key, bucket, nowMs)
