@@ -58,7 +58,9 @@ export class ThrottledBullMQAdapter extends BullMQAdapter {
 
   /** Positions start..end of bullmq's waiting jobs followed by the held ones. */
   private async waitingJobs(start?: number, end?: number): Promise<Job[]> {
-    const range = splitWaitingRange(await this.bullQueue.getJobCountByTypes('waiting'), start, end);
+    // 'wait', not 'waiting': bullmq 5 counts a paused queue's list under 'waiting' too, which Bull Board counts and
+    // lists as paused; the held jobs must follow exactly the jobs counted in `waiting`.
+    const range = splitWaitingRange(await this.bullQueue.getJobCountByTypes('wait'), start, end);
     const [waiting, held] = await Promise.all([
       range.waiting ? super.getJobs([WAITING], range.waiting.start, range.waiting.end) : [],
       range.held ? this.heldJobs(range.held.start, range.held.end) : [],
