@@ -2,6 +2,7 @@ import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 import { forgetRemovedJobs } from '../worker/forgetRemovedJobs';
+import { readThrottledCount } from '../worker/getThrottledCount';
 
 /**
  * How many of the queue's jobs the throttle layer holds, intake included: `state.held` + ZCARD `intake`, the
@@ -15,6 +16,5 @@ export async function countHeldJobs(client: RedisClient, runner: ScriptRunner, k
     // A dashboard's Redis user may be refused scripts: the count then includes removed jobs until a worker's
     // next heartbeat forgets them, which beats a board that cannot show the queue.
   }
-  const [held, classifying] = await Promise.all([client.hget(keys.state, 'held'), client.zcard(keys.intake)]);
-  return Math.max(0, Number(held ?? 0)) + Number(classifying);
+  return (await readThrottledCount(client, keys)).throttled;
 }

@@ -1,4 +1,4 @@
-import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
@@ -34,6 +34,11 @@ export async function getThrottledCount(queue: QueueLike): Promise<ThrottledCoun
   const keys = new ThrottleKeys(queue.opts.prefix ?? 'bull').queue(queue.name);
   // Held jobs removed from outside since the workers last looked stop counting first.
   await forgetRemovedJobs(new ScriptRunner(client), queue.keys.events, keys);
+  return readThrottledCount(client, keys);
+}
+
+/** The counts as they stand in the queue's throttle keys: two reads whatever the number of held jobs. */
+export async function readThrottledCount(client: RedisClient, keys: Pick<QueueThrottleKeys, 'state' | 'intake'>): Promise<ThrottledCount> {
   const [held, classifying] = await Promise.all([client.hget(keys.state, 'held'), client.zcard(keys.intake)]);
   const heldCount = Math.max(0, Number(held ?? 0));
   return { held: heldCount, classifying: Number(classifying), throttled: heldCount + Number(classifying) };
