@@ -71,7 +71,7 @@ export function formatBucketKey(key: readonly KeyValue[] | null): string {
   return key.map(formatKeyValue).join(' ');
 }
 
-/** Columns padded to their widest cell, two spaces apart; trailing spaces trimmed. */
+// The commands' tables are drawn as watch's and the demo's are (src/terminal/textTable).
 export { textTable as table } from '../terminal/textTable';
 export type { Align } from '../terminal/textTable';
 
