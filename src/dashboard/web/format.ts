@@ -1,15 +1,12 @@
 import type { WireKeyValue } from '../wire';
+import { formatWindow, windowTextMs } from '../../declarations/windowText';
 
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
-/** A window as declarations write it: '1s', '10m', '1h', '250ms'. */
-export function formatWindow(ms: number): string {
-  const units: [number, string][] = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
-  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
-}
+// A window as declarations write it: '1s', '10m', '1h', '250ms'.
+export { formatWindow };
 
 export function formatLimit(limit: { max: number; windowMs: number }): string {
   return `${formatCount(limit.max)} per ${formatWindow(limit.windowMs)}`;
@@ -43,13 +40,10 @@ export function clock(ms: number): string {
   return new Date(ms).toTimeString().slice(0, 8);
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** '30s', '5m', '1h' in ms; undefined for empty text; NaN for text that is no duration. */
 export function parseDurationMs(text: string): number | undefined {
   if (text.trim() === '') return undefined;
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
-  return match ? Number(match[1]) * UNIT_MS[match[2]] : NaN;
+  return windowTextMs(text) ?? NaN;
 }
 
 /** '50/1s, 1000/1m' as setLimits takes it; the server checks each limit, so only the shape is checked here. */
