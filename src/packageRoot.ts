@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 
 /**
  * The folder of this package's package.json: the nearest one above this module. The module sits at a
- * different depth in the source (src/, run by ts-jest and tsx) than in the bundled build (dist/), so the
+ * different depth in the source (src/, run by jest through swc and by tsx) than in the bundled build (dist/), so the
  * package's own files (lua/) are found from the package root rather than by a fixed number of `..`.
  */
 export function packageRoot(from: string = __dirname): string {

@@ -121,12 +121,19 @@ async function finish(): Promise<void> {
   debug('finish: waiting for the jobs added');
   while (Date.now() < deadline && !running.every(finished)) await new Promise((resolve) => setTimeout(resolve, 100));
   debug(`finish: ${running.map((r) => `${r.spec.label} ${r.result.completed.length}/${r.added.size}`).join(', ')}; reading states`);
-  for (const r of running) {
-    const ids = [...r.added];
-    for (let i = 0; i < ids.length; i += 100) {
-      const states = await Promise.all(ids.slice(i, i + 100).map((id) => r.queue.getJobState(id).catch((error: Error) => `error: ${error.message}`)));
-      states.forEach((state, j) => { r.result.states[ids[i + j]] = state; });
-    }
+  // A worker's 'completed' event is not Redis's word: a completion written to a master whose writes were then lost
+  // (the old master after a failover) leaves the job active in Redis, locked until its lock lapses, and bullmq's
+  // stalled-job check then moves it back to wait and it runs again. So the states are read until every job Redis
+  // keeps has ended (or settleMs passed), rereading only the ones that had not.
+  let unsettled = running.map((r) => ({ r, ids: [...r.added] }));
+  for (;;) {
+    for (const { r, ids } of unsettled) await readStates(r, ids);
+    unsettled = unsettled
+      .map(({ r, ids }) => ({ r, ids: ids.filter((id) => !SETTLED.has(r.result.states[id])) }))
+      .filter(({ ids }) => ids.length > 0);
+    if (unsettled.length === 0 || Date.now() >= deadline) break;
+    debug(`finish: not ended in Redis yet: ${unsettled.map(({ r, ids }) => `${r.spec.label} ${ids.slice(0, 5).join(' ')}`).join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
   debug('finish: closing the workers');
   const closeHung: string[] = [];
@@ -145,6 +152,16 @@ async function finish(): Promise<void> {
   process.stdout.write(`@@RESULT ${JSON.stringify(result)}\n`);
   for (const client of clients) client.disconnect();
   process.exit(0);
+}
+
+/** The states a job ends in: 'unknown' is a job Redis lost (its add went to a master whose writes were dropped). */
+const SETTLED = new Set(['completed', 'failed', 'unknown']);
+
+async function readStates(r: Running, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 100) {
+    const states = await Promise.all(ids.slice(i, i + 100).map((id) => r.queue.getJobState(id).catch((error: Error) => `error: ${error.message}`)));
+    states.forEach((state, j) => { r.result.states[ids[i + j]] = state; });
+  }
 }
 
 async function main(): Promise<void> {

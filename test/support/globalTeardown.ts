@@ -1,5 +1,5 @@
-import type { TestRedis } from './testRedis';
+import type { TestRedis } from './startTestRedis';
 
 export default async function globalTeardown(): Promise<void> {
-  await (globalThis as { __testRedis?: TestRedis }).__testRedis?.stop();
+  await Promise.all((globalThis as { __testRedis?: TestRedis[] }).__testRedis?.map((redis) => redis.stop()) ?? []);
 }

@@ -1,56 +1,12 @@
-import { existsSync } from 'node:fs';
-import { startLocalRedisServer } from '../../src/devRedis/localRedisServer';
-
 /**
- * The one place that decides which Redis the tests talk to:
- * REDIS_URL when set; else a container when a Docker engine answers; else a redis-server from PATH.
+ * The URL this test file uses. The jest global setup starts one Redis per jest worker (a space-separated list in
+ * BULLMQ_THROTTLE_TEST_REDIS_URLS), so that files running side by side never share a server: a test that fills
+ * Redis, blocks it or counts its commands sees only its own file's traffic. Child processes a test starts inherit
+ * JEST_WORKER_ID and so talk to the same server as their test.
  */
-export interface TestRedis {
-  url: string;
-  source: 'REDIS_URL' | 'testcontainers' | 'redis-server';
-  stop(): Promise<void>;
-}
-
-function dockerEngineReachable(): boolean {
-  if (process.env.DOCKER_HOST) return true;
-  return existsSync('/var/run/docker.sock');
-}
-
-async function startContainer(): Promise<TestRedis | undefined> {
-  try {
-    const { GenericContainer, Wait } = await import('testcontainers');
-    const container = await new GenericContainer('redis:7')
-      .withExposedPorts(6379)
-      .withCommand(['redis-server', '--save', '', '--appendonly', 'no'])
-      .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
-      .start();
-    return {
-      url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
-      source: 'testcontainers',
-      stop: async () => { await container.stop(); },
-    };
-  } catch (error) {
-    // A socket that exists but does not answer (as on machines with only the docker client) falls through.
-    process.stderr.write(`testcontainers unavailable (${(error as Error).message}); falling back to redis-server\n`);
-    return undefined;
-  }
-}
-
-export async function startTestRedis(): Promise<TestRedis> {
-  if (process.env.REDIS_URL) {
-    return { url: process.env.REDIS_URL, source: 'REDIS_URL', stop: async () => undefined };
-  }
-  if (dockerEngineReachable()) {
-    const container = await startContainer();
-    if (container) return container;
-  }
-  const server = await startLocalRedisServer();
-  return { url: server.url, source: 'redis-server', stop: () => server.stop() };
-}
-
-/** The URL tests use, set by the jest global setup. */
 export function testRedisUrl(): string {
-  const url = process.env.BULLMQ_THROTTLE_TEST_REDIS_URL;
-  if (!url) throw new Error('BULLMQ_THROTTLE_TEST_REDIS_URL is unset: run the tests through `npm test` (jest globalSetup).');
-  return url;
+  const urls = (process.env.BULLMQ_THROTTLE_TEST_REDIS_URLS ?? '').split(' ').filter(Boolean);
+  if (urls.length === 0) throw new Error('BULLMQ_THROTTLE_TEST_REDIS_URLS is unset: run the tests through `npm test` (jest globalSetup).');
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+  return urls[(worker - 1) % urls.length];
 }

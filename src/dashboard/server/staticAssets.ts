@@ -43,7 +43,7 @@ function builtAssets(): DashboardAssets {
 let loading: Promise<DashboardAssets> | undefined;
 
 /**
- * The page's files, read once. Run from the TypeScript sources (ts-jest, tsx), the page is bundled from
+ * The page's files, read once. Run from the TypeScript sources (jest, tsx), the page is bundled from
  * src/dashboard/web on first use, so that tests and `tsx` runs work from a clean clone without `npm run build`
  * and never serve a stale dist/; the built package serves dist/dashboard. The dev bundler is loaded by a
  * computed require, so that the library's bundle neither contains nor needs it.
