@@ -1,4 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
@@ -43,7 +45,8 @@ export interface LoadQueueResult {
   label: string;
   added: number;
   addFailures: number;
-  starts: { id: string; processedOn: number; attempt: number }[];
+  /** processedOn (Redis clock) and startedAt: the moment the processor started, on the load process's clock. */
+  starts: { id: string; processedOn: number; startedAt: number; attempt: number }[];
   /** Jobs whose processor returned (a job may appear twice if it ran twice). */
   returned: string[];
   completed: string[];
@@ -63,11 +66,13 @@ export interface LoadResult {
   uncaught: string[];
 }
 
+let loads = 0;
+
 /** The load running in its child process (test/support/failoverLoadProcess.ts). */
 export class FailoverLoad {
   private readonly result: Promise<LoadResult>;
 
-  private constructor(private readonly child: ChildProcess, readonly ready: Promise<void>, private readonly stderrTail: () => string) {
+  private constructor(private readonly child: ChildProcess, readonly ready: Promise<void>, private readonly stderrTail: () => string, readonly logFile: string) {
     const stderr = stderrTail;
     this.result = new Promise<LoadResult>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -85,12 +90,16 @@ export class FailoverLoad {
     });
     let stderr = '';
     child.stderr!.on('data', (chunk) => { stderr = (stderr + String(chunk)).slice(-20_000); });
+    // The load process's whole log (its workers' info and warning lines; debug ones with FAILOVER_LOAD_DEBUG=1), for a
+    // failure to be read after: FAILOVER_LOAD_LOG names the file, else one in the temp directory, named on failure.
+    const logFile = process.env.FAILOVER_LOAD_LOG ?? join(tmpdir(), `bullmq-throttle-failover-load-${process.pid}-${++loads}.log`);
+    child.stderr!.pipe(createWriteStream(logFile, { flags: 'a' }));
     const ready = new Promise<void>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => { if (line === '@@READY') resolve(); });
       child.on('exit', (code, signal) => reject(new Error(`the load process exited (${code ?? signal}) before it was ready:\n${stderr.slice(-4_000)}`)));
     });
     ready.catch(() => undefined);
-    return new FailoverLoad(child, ready, () => stderr);
+    return new FailoverLoad(child, ready, () => stderr, logFile);
   }
 
   /** Stops adding jobs, waits for the ones added to finish (within settleMs), and resolves with what was seen. */
@@ -131,7 +140,9 @@ export interface QueueVerdict {
   /** The longest pause in job starts that ends after the fault and before `until` (ms), and the starts between. */
   gapMs: number;
   startsAfterFault: number;
+  /** The most processedOn values, and the most processor starts, in any window of the throttle's W. */
   mostInWindow: number;
+  mostStartsInWindow: number;
 }
 
 /** `faultAt`..`until`: the time of the fault and of the next one (gaps and starts are counted between them). */
@@ -157,12 +168,13 @@ export function verdict(result: LoadQueueResult, faultAt: number, windowMs: numb
     gapMs,
     startsAfterFault: times.filter((t) => t > faultAt && t < until).length,
     mostInWindow: mostInAnyWindow(times, windowMs),
+    mostStartsInWindow: mostInAnyWindow(result.starts.map((s) => s.startedAt), windowMs),
   };
 }
 
 export function describeVerdict(v: QueueVerdict, result: LoadQueueResult): string {
   return `${v.label}: added ${v.added}, completed ${v.completed}, lost by Redis ${v.lostByRedis.length}, not completed ${v.notCompleted.length}${v.notCompleted.length ? ` (${v.notCompleted.slice(0, 5).join(' ')})` : ''}, `
     + `failed after the processor returned ${v.failedAfterReturn.length}, ran twice ${v.ranTwice.length}, completed twice ${v.completedTwice.length}, `
-    + `gap in starts after the fault ${v.gapMs} ms, most in a window ${v.mostInWindow}, error events ${result.errorCount}`
+    + `gap in starts after the fault ${v.gapMs} ms, most in a window ${v.mostInWindow} (processedOn) / ${v.mostStartsInWindow} (processor starts), error events ${result.errorCount}`
     + `${result.errors.length ? ` [${result.errors.slice(0, 4).map((e) => e.slice(0, 120)).join(' | ')}]` : ''}`;
 }

@@ -55,7 +55,7 @@ function startQueue(spec: LoadQueueSpec): Running {
     label: spec.label, added: 0, starts: [], returned: [], completed: [], failed: [], errors: [], errorCount: 0, states: {}, addFailures: 0,
   };
   const processor = async (job: Job) => {
-    result.starts.push({ id: job.id!, processedOn: job.processedOn!, attempt: job.attemptsStarted });
+    result.starts.push({ id: job.id!, processedOn: job.processedOn!, startedAt: performance.timeOrigin + performance.now(), attempt: job.attemptsStarted });
     await new Promise((resolve) => setTimeout(resolve, config.processMs));
     result.returned.push(job.id!);
     return 'ok';
@@ -69,7 +69,8 @@ function startQueue(spec: LoadQueueSpec): Running {
     : new ThrottledWorker(spec.name, processor, {
       ...options,
       throttlePrefix: spec.throttlePrefix,
-      ...(process.env.FAILOVER_LOAD_DEBUG ? { logger: pino({ level: 'debug', base: { q: spec.label } }, pino.destination(2)) } : {}),
+      // Its warnings always (a few lines, kept in the load's log file for a failure to be read after); everything with FAILOVER_LOAD_DEBUG.
+      logger: pino({ level: process.env.FAILOVER_LOAD_DEBUG ? 'debug' : 'info', base: { q: spec.label } }, pino.destination(2)),
       leaseMs: spec.leaseMs,
       throttles: [Throttle.named(spec.throttle?.name ?? 'api').limit(spec.throttle?.max ?? 10_000, spec.throttle?.windowMs ?? 1_000)],
     });
