@@ -43,7 +43,8 @@ export interface LoadQueueResult {
   label: string;
   added: number;
   addFailures: number;
-  starts: { id: string; processedOn: number; attempt: number }[];
+  /** processedOn (Redis clock) and startedAt: the moment the processor started, on the load process's clock. */
+  starts: { id: string; processedOn: number; startedAt: number; attempt: number }[];
   /** Jobs whose processor returned (a job may appear twice if it ran twice). */
   returned: string[];
   completed: string[];
@@ -131,7 +132,9 @@ export interface QueueVerdict {
   /** The longest pause in job starts that ends after the fault and before `until` (ms), and the starts between. */
   gapMs: number;
   startsAfterFault: number;
+  /** The most processedOn values, and the most processor starts, in any window of the throttle's W. */
   mostInWindow: number;
+  mostStartsInWindow: number;
 }
 
 /** `faultAt`..`until`: the time of the fault and of the next one (gaps and starts are counted between them). */
@@ -157,12 +160,13 @@ export function verdict(result: LoadQueueResult, faultAt: number, windowMs: numb
     gapMs,
     startsAfterFault: times.filter((t) => t > faultAt && t < until).length,
     mostInWindow: mostInAnyWindow(times, windowMs),
+    mostStartsInWindow: mostInAnyWindow(result.starts.map((s) => s.startedAt), windowMs),
   };
 }
 
 export function describeVerdict(v: QueueVerdict, result: LoadQueueResult): string {
   return `${v.label}: added ${v.added}, completed ${v.completed}, lost by Redis ${v.lostByRedis.length}, not completed ${v.notCompleted.length}${v.notCompleted.length ? ` (${v.notCompleted.slice(0, 5).join(' ')})` : ''}, `
     + `failed after the processor returned ${v.failedAfterReturn.length}, ran twice ${v.ranTwice.length}, completed twice ${v.completedTwice.length}, `
-    + `gap in starts after the fault ${v.gapMs} ms, most in a window ${v.mostInWindow}, error events ${result.errorCount}`
+    + `gap in starts after the fault ${v.gapMs} ms, most in a window ${v.mostInWindow} (processedOn) / ${v.mostStartsInWindow} (processor starts), error events ${result.errorCount}`
     + `${result.errors.length ? ` [${result.errors.slice(0, 4).map((e) => e.slice(0, 120)).join(' | ')}]` : ''}`;
 }

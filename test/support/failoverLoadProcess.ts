@@ -55,7 +55,7 @@ function startQueue(spec: LoadQueueSpec): Running {
     label: spec.label, added: 0, starts: [], returned: [], completed: [], failed: [], errors: [], errorCount: 0, states: {}, addFailures: 0,
   };
   const processor = async (job: Job) => {
-    result.starts.push({ id: job.id!, processedOn: job.processedOn!, attempt: job.attemptsStarted });
+    result.starts.push({ id: job.id!, processedOn: job.processedOn!, startedAt: performance.timeOrigin + performance.now(), attempt: job.attemptsStarted });
     await new Promise((resolve) => setTimeout(resolve, config.processMs));
     result.returned.push(job.id!);
     return 'ok';
