@@ -1,7 +1,8 @@
 /**
  * Internal: a job's processor would have started more than h after the call that delivered it
  * (src/worker/startDeadlines.ts). It does not start: ThrottledWorker puts the job back held, as bullmq does a
- * job its processor rate-limited (no attempt made), and it is delivered again when its buckets have room.
+ * job its processor rate-limited (no attempt made), gives back what it was counted in, and it is delivered again
+ * when its buckets have room.
  */
 export class LateStartError extends Error {
   constructor(jobId: string | undefined, hMs: number) {

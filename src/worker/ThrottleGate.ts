@@ -28,7 +28,8 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
-import { StartDeadlines } from './startDeadlines';
+import { LateDelivery, StartDeadlines } from './startDeadlines';
+import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
 import { ProcessedJobs } from './processedJobs';
@@ -363,8 +364,18 @@ export class ThrottleGate implements Gate {
     const hMs = this.deadlines.currentMs();
     const sentAt = performance.now();
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
-    if (this.delivery!.mode === 'exact') this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs);
+    if (this.delivery!.mode === 'exact') this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
     return reply;
+  }
+
+  /** The processor is about to start on the job: its delivery when it came too late to start (what it was counted in goes back). */
+  lateStart(jobId: string | undefined): LateDelivery | undefined {
+    const late = this.deadlines.lateStart(jobId);
+    if (late) {
+      const queue = { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
+      returnLateStartInBackground(this.namespaceRunner, this.keys, queue, late, this.options.logger, this.options.queue);
+    }
+    return late;
   }
 
   /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */

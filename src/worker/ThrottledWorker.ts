@@ -160,10 +160,12 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
 
   /**
    * As Worker's, at the moment the processor starts: a job delivered more than h before is not started but
-   * put back held (handleFailed), so that no processor starts later than its delivery was counted for.
+   * put back held (handleFailed), what it was counted in given back, so that no processor starts later than its
+   * delivery was counted for.
    */
   protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
-    if (!this.gate.deadlines.mayStart(job.id)) return Promise.reject(new LateStartError(job.id, this.gate.deadlines.currentMs()));
+    const late = this.gate.lateStart(job.id);
+    if (late) return Promise.reject(new LateStartError(job.id, late.hMs));
     return super.callProcessJob(job, token, signal);
   }
 
@@ -196,8 +198,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    */
   protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     if (err instanceof CompletionInDoubtError) return undefined as unknown as Job<DataType, ResultType, NameType>;
-    // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
-    if (err instanceof LateStartError) err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
+    let released = false;
+    if (err instanceof LateStartError) {
+      // Its concurrency goes while the job is still locked: back in wait it may be delivered again at once, and a
+      // release after that would take the new delivery's count.
+      await this.gate.jobs.jobEnded(job.id);
+      released = true;
+      // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
+      err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
+    }
     if (err instanceof RetryAfterError) {
       // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again.
       await this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
@@ -209,9 +218,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     try {
       next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     } finally {
-      void this.gate.jobs.jobEnded(job.id);
-      // A job failed before its processor could start (bullmq's checks before callProcessJob) has no start to check.
-      this.gate.deadlines.forget(job.id);
+      if (!released) void this.gate.jobs.jobEnded(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }

@@ -8,6 +8,8 @@ const HEADROOM = 1.5;
 const SAMPLES = 1000;
 /** h is chosen again after this many starts (sorting the samples at every start would cost more than it tells). */
 const CHOOSE_EVERY = 100;
+/** A delivery whose processor has not started this long after is forgotten (far past any h). */
+const FORGET_AFTER_MS = 60_000;
 
 /** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
 export interface StartDeadlineStats {
@@ -34,13 +36,26 @@ export interface StartDeadlineStats {
  * headroom, between the floor and the ceiling), so that a busy event loop lengthens it instead of putting jobs
  * back, and it costs a sustained ceiling of N / (W + h), not N / W.
  */
+/** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
+export interface LateDelivery {
+  readonly jobId: string;
+  readonly hMs: number;
+  /** The delivery script's Redis time (us): the tokens were counted then. */
+  readonly grantUs: number;
+  /** What the job was counted in (TakeReply.tickets), '' for nothing. */
+  readonly ticket: string;
+}
+
+interface Delivered { sentAt: number; hMs: number; grantUs: number; ticket: string }
+
 export class StartDeadlines {
-  private readonly pending = new Map<string, { sentAt: number; hMs: number }>();
+  private readonly pending = new Map<string, Delivered>();
   private readonly ages: number[] = [];
   private nextAge = 0;
   private sinceChosen = 0;
   private chosenMs: number;
   private startedCount = 0;
+  private swept = 0;
   private putBackCount = 0;
 
   /** `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here. */
@@ -53,30 +68,35 @@ export class StartDeadlines {
     return this.chosenMs;
   }
 
-  /** A delivery call sent at `sentAt` (performance.now()) with h `hMs` delivered these jobs. */
-  delivered(jobIds: readonly string[], sentAt: number, hMs: number): void {
+  /**
+   * A delivery call sent at `sentAt` (performance.now()) with h `hMs` delivered these jobs; the script counted
+   * them at `grantUs` (Redis time), in what `tickets` say (in the order of `jobIds`).
+   */
+  delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
     if (hMs <= 0) return;
-    for (const id of jobIds) this.pending.set(id, { sentAt, hMs });
+    // Jobs that never reached their processor (failed by bullmq's own checks before it, or the worker closed)
+    // leave their entry: it goes once it is far past any deadline. (Not on the job's end: by then the job may be
+    // delivered again, put back a moment before, and its new entry must stay.)
+    if (this.pending.size > 0 && sentAt - this.swept > FORGET_AFTER_MS) {
+      for (const [id, delivery] of this.pending) if (sentAt - delivery.sentAt > FORGET_AFTER_MS) this.pending.delete(id);
+      this.swept = sentAt;
+    }
+    jobIds.forEach((id, i) => this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] ?? '' }));
   }
 
-  /** A processor is about to start on the job: false when it is late and must not start (the job goes back held). */
-  mayStart(jobId: string | undefined, now: number = performance.now()): boolean {
+  /** A processor is about to start on the job: the delivery when it is late and must not start (the job goes back held). */
+  lateStart(jobId: string | undefined, now: number = performance.now()): LateDelivery | undefined {
     const delivery = jobId === undefined ? undefined : this.pending.get(jobId);
-    if (!delivery) return true;
+    if (!delivery) return undefined;
     this.pending.delete(jobId!);
     const age = now - delivery.sentAt;
     this.sample(age);
     if (age > delivery.hMs) {
       this.putBackCount++;
-      return false;
+      return { jobId: jobId!, hMs: delivery.hMs, grantUs: delivery.grantUs, ticket: delivery.ticket };
     }
     this.startedCount++;
-    return true;
-  }
-
-  /** A delivered job ended or left without its processor starting (the worker closed): nothing to check. */
-  forget(jobId: string | undefined): void {
-    if (jobId !== undefined) this.pending.delete(jobId);
+    return undefined;
   }
 
   stats(): StartDeadlineStats {

@@ -55,16 +55,16 @@ async function underFault(tag: string, fault: () => Promise<number>, mayLoseWrit
   // Pauses are measured while jobs still come in (a job taken back by the stalled-job check later is no pause).
   const addingUntil = Date.now();
   const result = await load.finish();
-  check(result, { faultAt, stableAt, addingUntil }, tag, mayLoseWrites);
+  check(result, { faultAt, stableAt, addingUntil }, tag, mayLoseWrites, load.logFile);
 }
 
-function check(result: LoadResult, at: { faultAt: number; stableAt: number; addingUntil: number }, tag: string, mayLoseWrites: boolean): void {
+function check(result: LoadResult, at: { faultAt: number; stableAt: number; addingUntil: number }, tag: string, mayLoseWrites: boolean, logFile: string): void {
   const { faultAt, stableAt, addingUntil } = at;
   const [throttled, plain] = result.queues;
   const ours = verdict(throttled, faultAt, THROTTLE.windowMs, addingUntil);
   const theirs = verdict(plain, faultAt, THROTTLE.windowMs, addingUntil);
   process.stderr.write(`${tag}: pause in job starts ThrottledWorker ${ours.gapMs} ms, plain bullmq ${theirs.gapMs} ms\n`
-    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n`);
+    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n  the load's log: ${logFile}\n`);
   expect(result.unhandled).toEqual([]);
   expect(result.uncaught).toEqual([]);
   expect(result.closeHung).toEqual([]);

@@ -71,7 +71,7 @@ async function leasedUnderKill(label: string, keyToKill: (prefix: string, granto
   const ours = verdict(throttled, faultAt, THROTTLE.windowMs, addingUntil);
   const theirs = verdict(plain, faultAt, THROTTLE.windowMs, addingUntil);
   process.stderr.write(`leased, ${label}: pause in job starts ThrottledWorker ${ours.gapMs} ms, plain bullmq ${theirs.gapMs} ms\n`
-    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n`);
+    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n  the load's log: ${load.logFile}\n`);
   expect(result.unhandled).toEqual([]);
   expect(result.uncaught).toEqual([]);
   expect(result.closeHung).toEqual([]);

@@ -52,7 +52,7 @@ async function underSentinelFailover(tag: string, failoverSettings: boolean) {
   const theirs = verdict(plain, faultAt, THROTTLE.windowMs, addingUntil);
   process.stderr.write(`sentinel ${tag}: pause in job starts ThrottledWorker ${ours.gapMs} ms, plain bullmq ${theirs.gapMs} ms; `
     + `jobs lost by Redis ThrottledWorker ${ours.lostByRedis.length}, plain bullmq ${theirs.lostByRedis.length}\n`
-    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n`);
+    + `  ${describeVerdict(ours, throttled)}\n  ${describeVerdict(theirs, plain)}\n  the load's log: ${load.logFile}\n`);
   expect(result.unhandled).toEqual([]);
   expect(result.uncaught).toEqual([]);
   expect(result.closeHung).toEqual([]);

@@ -1,4 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
@@ -64,11 +66,13 @@ export interface LoadResult {
   uncaught: string[];
 }
 
+let loads = 0;
+
 /** The load running in its child process (test/support/failoverLoadProcess.ts). */
 export class FailoverLoad {
   private readonly result: Promise<LoadResult>;
 
-  private constructor(private readonly child: ChildProcess, readonly ready: Promise<void>, private readonly stderrTail: () => string) {
+  private constructor(private readonly child: ChildProcess, readonly ready: Promise<void>, private readonly stderrTail: () => string, readonly logFile: string) {
     const stderr = stderrTail;
     this.result = new Promise<LoadResult>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -86,12 +90,16 @@ export class FailoverLoad {
     });
     let stderr = '';
     child.stderr!.on('data', (chunk) => { stderr = (stderr + String(chunk)).slice(-20_000); });
+    // The load process's whole log (its workers' info and warning lines; debug ones with FAILOVER_LOAD_DEBUG=1), for a
+    // failure to be read after: FAILOVER_LOAD_LOG names the file, else one in the temp directory, named on failure.
+    const logFile = process.env.FAILOVER_LOAD_LOG ?? join(tmpdir(), `bullmq-throttle-failover-load-${process.pid}-${++loads}.log`);
+    child.stderr!.pipe(createWriteStream(logFile, { flags: 'a' }));
     const ready = new Promise<void>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => { if (line === '@@READY') resolve(); });
       child.on('exit', (code, signal) => reject(new Error(`the load process exited (${code ?? signal}) before it was ready:\n${stderr.slice(-4_000)}`)));
     });
     ready.catch(() => undefined);
-    return new FailoverLoad(child, ready, () => stderr);
+    return new FailoverLoad(child, ready, () => stderr, logFile);
   }
 
   /** Stops adding jobs, waits for the ones added to finish (within settleMs), and resolves with what was seen. */

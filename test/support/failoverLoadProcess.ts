@@ -69,7 +69,8 @@ function startQueue(spec: LoadQueueSpec): Running {
     : new ThrottledWorker(spec.name, processor, {
       ...options,
       throttlePrefix: spec.throttlePrefix,
-      ...(process.env.FAILOVER_LOAD_DEBUG ? { logger: pino({ level: 'debug', base: { q: spec.label } }, pino.destination(2)) } : {}),
+      // Its warnings always (a few lines, kept in the load's log file for a failure to be read after); everything with FAILOVER_LOAD_DEBUG.
+      logger: pino({ level: process.env.FAILOVER_LOAD_DEBUG ? 'debug' : 'info', base: { q: spec.label } }, pino.destination(2)),
       leaseMs: spec.leaseMs,
       throttles: [Throttle.named(spec.throttle?.name ?? 'api').limit(spec.throttle?.max ?? 10_000, spec.throttle?.windowMs ?? 1_000)],
     });
