@@ -95,4 +95,17 @@ describe('processor starts, with the default options', () => {
     expect(completed.every((job) => job.attemptsMade === 1)).toBe(true);
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
   }, 40_000);
+
+  it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
+    const queue = bed.queue('hourly');
+    await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    // Delivered together; each start holds the loop 25 ms, so with h = 5 ms the ones behind it come too late.
+    const worker: ThrottledWorker = bed.worker('hourly', startRecorder(starts, () => 25), {
+      concurrency: 3, leaseMs: 5, throttles: [Throttle.named('api').limit(3, '1h')],
+    });
+    await waitFor(async () => (await queue.getCompletedCount()) === 3, 20_000, 'all 3 completed within the hour\'s 3');
+    expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+    expect(starts).toHaveLength(3);
+  }, 30_000);
 });
