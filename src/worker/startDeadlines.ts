@@ -70,7 +70,7 @@ export class StartDeadlines {
 
   /**
    * A delivery call sent at `sentAt` (performance.now()) with h `hMs` delivered these jobs; the script counted
-   * them at `grantUs` (Redis time), in what `tickets` say (in the order of `jobIds`).
+   * them at `grantUs` (Redis time), in the windows `tickets` say (in the order of `jobIds`; '' for none).
    */
   delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
     if (hMs <= 0) return;
@@ -81,7 +81,9 @@ export class StartDeadlines {
       for (const [id, delivery] of this.pending) if (sentAt - delivery.sentAt > FORGET_AFTER_MS) this.pending.delete(id);
       this.swept = sentAt;
     }
-    jobIds.forEach((id, i) => this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] ?? '' }));
+    // Only a window counts a delivery for W + h: a job no window counted (a rate, a concurrency, no throttle)
+    // gains nothing from a deadline, and putting it back would waste a rate's token (rates keep what they grant).
+    jobIds.forEach((id, i) => { if (tickets[i]) this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] }); });
   }
 
   /** A processor is about to start on the job: the delivery when it is late and must not start (the job goes back held). */
