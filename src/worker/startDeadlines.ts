@@ -17,25 +17,12 @@ export interface StartDeadlineStats {
   readonly hMs: number;
   /** Whether the worker chooses h from what it measures (leaseMs left out) rather than leaseMs. */
   readonly adaptive: boolean;
-  /** Processors started since the worker began. */
+  /** Processors started under a deadline (jobs a window counted) since the worker began. */
   readonly started: number;
   /** Jobs put back held because their processor would have started more than h after their delivery. */
   readonly putBack: number;
 }
 
-/**
- * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
- * with the processor as the spender: every delivery counts for W + h (the delivery call carries h as its lease),
- * and a job whose processor would start more than h after its delivery does not start (ThrottledWorker puts it
- * back held). Then the starts in any window W come from deliveries within W + h of one another, which the
- * counters keep to N.
- *
- * A delivery's age is measured on this process's monotonic clock from the moment the call that delivered it was
- * sent: the script ran after that, so the age is never less than the time since the delivery, whatever the
- * clocks of Redis and this machine say. h is chosen from the ages of the latest starts (their p99, with
- * headroom, between the floor and the ceiling), so that a busy event loop lengthens it instead of putting jobs
- * back, and it costs a sustained ceiling of N / (W + h), not N / W.
- */
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {
   readonly jobId: string;
@@ -48,6 +35,19 @@ export interface LateDelivery {
 
 interface Delivered { sentAt: number; hMs: number; grantUs: number; ticket: string }
 
+/**
+ * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
+ * with the processor as the spender: every delivery counts for W + h (the delivery call carries h as its lease),
+ * and a job a window counted whose processor would start more than h after its delivery does not start
+ * (ThrottledWorker puts it back held, what it was counted in given back: src/worker/lateStartReturn.ts). Then
+ * the starts in any window W come from deliveries within W + h of one another, which the counters keep to N.
+ *
+ * A delivery's age is measured on this process's monotonic clock from the moment the call that delivered it was
+ * sent: the script ran after that, so the age is never less than the time since the delivery, whatever the
+ * clocks of Redis and this machine say. h is chosen from the ages of the latest starts (their p99, with
+ * headroom, between the floor and the ceiling), so that a busy event loop lengthens it instead of putting jobs
+ * back, and it costs a sustained ceiling of N / (W + h), not N / W.
+ */
 export class StartDeadlines {
   private readonly pending = new Map<string, Delivered>();
   private readonly ages: number[] = [];
