@@ -5,6 +5,7 @@ import { deliveryByKind } from './deliveryByKind';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
+import { processorStarts } from './processorStarts';
 import { throttleStats } from './throttleStats';
 import { workerThroughput } from './workerThroughput';
 import type { Benchmark } from './types';
@@ -20,6 +21,7 @@ export const benchmarks: readonly Benchmark[] = [
   workerThroughput,
   deliveryByKind,
   limiterAccuracy,
+  processorStarts,
   headOfLine,
   throttleStats,
   clusterThroughput,

@@ -68,6 +68,9 @@
     removed; gen: the queue's config generation; rateLimitMs: how long bullmq's rate limit has no room
     (0: it has, or there is none); refused_i: the positions (1..K) of tokens whose completion was refused,
     which got no job; job_i: the job hash as HGETALL pairs, locked with the i-th token not refused.
+    With leaseMs > 0, one more element: { ticket_1, ..., ticket_n }, what job_i was counted in, per bucket
+    "<bucket id>$<cost>@<window ms>,..." joined by '|' ('' for none), for a job that does not start in time to
+    give back (lua/returnTokens-n.lua, src/worker/startDeadlines.ts).
 ]]
 local rcall = redis.call
 
@@ -75,4 +78,6 @@ local rcall = redis.call
 --- @include "includes/exactRoom"
 --- @include "includes/takeJobsBody"
 
+-- With a start deadline (ARGV[7] > 0): after the jobs, what each was counted in (includes/exactRoom's roomTicketing).
+if leaseMs > 0 then reply[REPLY_HEAD + 2 * delivered + 1] = roomTicketing.tickets end
 return reply

@@ -130,6 +130,7 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
     inFlightList[#inFlightList + 1] = counters.inFlight
   end
   counters.heldUntilUs, counters.nowUs = math.max(limits.heldUntilUs, pausedUntilUs(limits.base, bucket.bucket, limits.paused, nowUs)), nowUs
+  counters.bucketId = bucket.id
   bucketCache[bucket.id] = counters
   return counters
 end

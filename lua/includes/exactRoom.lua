@@ -49,9 +49,26 @@ end
 -- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
 local inFlightJobs = {}
 
+-- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
+-- that a job whose processor would start too late can give it back (src/worker/startDeadlines.ts): per bucket
+-- "<bucket id>$<cost>@<window ms>,...", joined by '|' ('' when no window counted it). Rates keep what they
+-- granted (includes/rateCounter says why), and concurrency returns as the job ends, so neither is named.
+-- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts by job, delivered().
+local roomTicketing = { tickets = {}, parts = {} }
+
 local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
   addBucketTokens(counters, cost, exactRoomContext.leaseMs)
+  if exactRoomContext.leaseMs > 0 and #counters > 0 then
+    local windows = {}
+    for i = 1, #counters do windows[i] = counters[i].g.windowMs end
+    local parts = roomTicketing.parts[jobId]
+    if not parts then
+      parts = {}
+      roomTicketing.parts[jobId] = parts
+    end
+    parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',')
+  end
   local inFlight = counters.inFlight
   -- A job whose cost cannot be counted (0: it fails before its processor runs) holds no slot.
   if inFlight and cost > 0 then
@@ -84,4 +101,10 @@ local function saveRoom()
   saveBucketCounters(exactRoomContext.queueBase)
   for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
   saveThrottleStats(exactRoomContext.queueBase, exactRoomContext.throttlePrefix, exactRoomContext.nowMs)
+end
+
+-- The job delivered next in the reply (after spendRoom for each of its buckets): its ticket (see roomTicketing).
+function roomTicketing.delivered(jobId)
+  local parts = roomTicketing.parts[jobId]
+  roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and table.concat(parts, '|') or ''
 end

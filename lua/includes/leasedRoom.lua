@@ -292,6 +292,9 @@ end
 -- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
 local function freshJobTaken(jobId) end
 
+-- Spent leased tokens are the grantor's to expire: no ticket to give them back (includes/exactRoom's roomTicketing).
+local roomTicketing = { delivered = function() end }
+
 local function noteBlocked(member, order, bucket, atUs)
   -- The grantor said when it has room (lease-room): the class is asked for when it wakes then.
   if atUs > leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US then return end

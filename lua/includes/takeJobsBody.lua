@@ -131,6 +131,7 @@ local function deliver(jobId, buckets, held, inActive)
     spendRoom(roomSource(buckets[i]), not held, jobId, buckets[i].cost)
     noteDelivered(buckets[i])
   end
+  roomTicketing.delivered(jobId)
   if not inActive then rcall('LPUSH', activeKey, jobId) end
   lockOpts.token = tokens[delivered + 1]
   local prepared = prepareJobForProcessing(jobPrefix, limiterKey, eventsKey, jobId, nowMsArg, limiterMax, limiterMs, markerKey, lockOpts)

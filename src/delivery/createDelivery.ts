@@ -3,6 +3,7 @@ import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
 import { DEFAULT_LEASE_MS } from '../options/defaults';
+import { START_DEADLINE_CEILING_MS } from '../worker/startDeadlines';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { Delivery } from './Delivery';
@@ -26,6 +27,8 @@ export interface DeliverySetup {
   /** The worker's connection and a runner on it. */
   readonly client: RedisClient;
   readonly runner: () => ScriptRunner;
+  /** Exact delivery's h when leaseMs is left out, as the worker chooses it at each call (src/worker/startDeadlines.ts). */
+  readonly startDeadlineMs: () => number;
   /** The rest of each delivery call (bullmq's keys, lock duration, limiter), given the lease chosen here. */
   readonly call: (leaseMs: number) => ReturnType<DeliveryContext>;
   /** Encoded names of the throttles the queue declares now. */
@@ -41,6 +44,7 @@ export interface DeliverySetup {
 
 export interface ChosenDelivery {
   delivery: Delivery;
+  /** h, or the longest h the worker may choose (exact delivery with leaseMs left out). */
   leaseMs: number;
   /** Runs in the namespace's slot: the worker's own connection, or the grantor option's. */
   namespaceRunner: ScriptRunner;
@@ -54,15 +58,16 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   const grantorConnection = grantor ? openClient(grantor.connection, { maxRetriesPerRequest: null }) : undefined;
   const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner();
   const mode = deliveryMode(setup.client, Boolean(grantor), keys, queueKeys);
-  const leaseMs = setup.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : 0);
+  const chosenHere = mode === 'exact' && setup.leaseMs === undefined;
+  const leaseMs = setup.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : START_DEADLINE_CEILING_MS);
   if (mode === 'leased' && leaseMs <= 0) {
     throw new InvalidOptionError(
       `ThrottledWorker('${queue}'): leaseMs ${leaseMs} cannot lease tokens, and this queue's throttles are counted in another `
       + `${grantor ? 'Redis (the grantor option)' : 'Redis Cluster slot'}: leave leaseMs out (${DEFAULT_LEASE_MS} ms) or give it more than 0.`,
     );
   }
-  logger.info({ queue, delivery: mode, leaseMs }, `${mode} delivery`);
-  const call = () => setup.call(leaseMs);
+  logger.info({ queue, delivery: mode, leaseMs: chosenHere ? 'chosen by the worker' : leaseMs }, `${mode} delivery`);
+  const call = chosenHere ? () => setup.call(setup.startDeadlineMs()) : () => setup.call(leaseMs);
   const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord);
   const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger)) : new LeasedDelivery({
     queue: setup.runner,

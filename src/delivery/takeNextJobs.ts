@@ -24,6 +24,11 @@ export interface TakeReply {
   refused: Set<number>;
   /** Delivered jobs, in the order of the tokens not refused. */
   jobs: { id: string; fields: string[] }[];
+  /**
+   * Exact delivery with a start deadline (leaseMs > 0): what each job was counted in, in the order of `jobs`,
+   * per bucket "<bucket id>$<cost>@<window ms>,..." joined by '|' (src/worker/lateStartReturn.ts reads them).
+   */
+  tickets?: string[];
 }
 
 export interface TakeCall {
@@ -75,7 +80,11 @@ export function parseTakeReply(raw: unknown[]): TakeReply {
   const first = 11 + refusedCount;
   const jobs: TakeReply['jobs'] = [];
   for (let i = 0; i < count; i++) jobs.push({ id: String(raw[first + 2 * i]), fields: raw[first + 1 + 2 * i] as string[] });
+  // Only lua/takeNextJobs-19.lua's reply has them (the leased script's reply goes on with its lease part).
+  const tickets = Array.isArray(raw[first + 2 * count]) && (raw[first + 2 * count] as unknown[]).length === count
+    ? (raw[first + 2 * count] as unknown[]).map(String) : undefined;
   return {
+    ...(tickets ? { tickets } : {}),
     nowUs: Number(raw[0]),
     nowMs: Math.floor(Number(raw[0]) / 1000),
     nextWakeUs: Number(raw[1]),

@@ -9,6 +9,7 @@ import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } fr
 import { assertGrantable, resolveBuckets } from './resolveBuckets';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
+import { returnTokensCall } from './returnTokensCall';
 import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
 import { Rate, stricterRate } from '../declarations/Rate';
 import { Delivery, GrantResult } from './types';
@@ -169,29 +170,12 @@ export class Grantor {
 
   /** As returnTokens, with the Redis time of the return and one verdict per (token, throttle) in order. */
   async returnBatch(ids: readonly string[]): Promise<{ nowUs: number; returned: boolean[] }> {
-    const keyIndex = new Map<string, number>();
-    const keys: string[] = [];
-    const indexOf = (key: string): number => {
-      let index = keyIndex.get(key);
-      if (index === undefined) {
-        keys.push(key);
-        index = keys.length;
-        keyIndex.set(key, index);
-      }
-      return index;
-    };
-    const args: (string | number)[] = [];
-    let groups = 0;
-    for (const token of ids.map(decodeTokenId)) {
-      for (const { name, bucket, windows, count } of token.throttles) {
-        groups++;
-        // A rate keeps returned tokens counted (lua/includes/rateCounter.lua): only the windows take them back.
-        args.push(indexOf(this.keys.returnedTokens(name)), token.nonce, token.grantUs, token.leaseMs, count ?? 1, windows.length);
-        for (const windowMs of windows) args.push(indexOf(this.keys.windowCounter(name, bucket, windowMs)), windowMs);
-      }
-    }
-    if (groups === 0) return { nowUs: 0, returned: [] };
-    const reply = (await this.runner.run('returnTokens', keys, [groups, ...args])) as number[];
+    const grants = ids.map(decodeTokenId).flatMap((token) => token.throttles.map(({ name, bucket, windows, count }) => ({
+      name, bucket, nonce: token.nonce, grantUs: token.grantUs, leaseMs: token.leaseMs, count: count ?? 1, windows,
+    })));
+    if (grants.length === 0) return { nowUs: 0, returned: [] };
+    const call = returnTokensCall(this.keys, grants);
+    const reply = (await this.runner.run('returnTokens', call.keys, call.args)) as number[];
     return { nowUs: Number(reply[0]), returned: reply.slice(1).map((verdict) => Number(verdict) === 1) };
   }
 

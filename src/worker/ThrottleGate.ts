@@ -28,6 +28,8 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
+import { LateDelivery, StartDeadlines } from './startDeadlines';
+import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
 import { ProcessedJobs } from './processedJobs';
@@ -97,6 +99,8 @@ export class ThrottleGate implements Gate {
   private readonly pauseNotice: PauseNotice;
   /** What becomes of the jobs this worker runs: their processors' timing, costs, ends and Retry-After pauses. */
   readonly jobs: ProcessedJobs;
+  /** Each delivery's h, and whether its processor may still start (exact delivery; see startDeadlines.ts). */
+  deadlines = new StartDeadlines(0);
 
   constructor(private readonly options: GateOptions) {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
@@ -355,8 +359,23 @@ export class ThrottleGate implements Gate {
     return next;
   }
 
-  private takeNext(tokens: string[], name: string): Promise<TakeReply> {
-    return this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
+  private async takeNext(tokens: string[], name: string): Promise<TakeReply> {
+    // Read in the same turn as the exact delivery reads it for the call's lease (ExactDelivery.take's context).
+    const hMs = this.deadlines.currentMs();
+    const sentAt = performance.now();
+    const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
+    if (this.delivery!.mode === 'exact') this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
+    return reply;
+  }
+
+  /** The processor is about to start on the job: its delivery when it came too late to start (what it was counted in goes back). */
+  lateStart(jobId: string | undefined): LateDelivery | undefined {
+    const late = this.deadlines.lateStart(jobId);
+    if (late) {
+      const queue = { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
+      returnLateStartInBackground(this.namespaceRunner, this.keys, queue, late, this.options.logger, this.options.queue);
+    }
+    return late;
   }
 
   /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */
@@ -364,7 +383,7 @@ export class ThrottleGate implements Gate {
     const chosen = createDelivery({
       queue: this.options.queue, prefix: this.options.prefix, workerId: this.workerId, keys: this.keys, queueKeys: this.queueKeys,
       logger: this.options.logger, scripts: this.options.scripts, leaseMs: this.options.leaseMs, durableRedis: this.options.durableRedis ?? false,
-      grantor: this.options.grantor, client, runner: () => this.runner!,
+      grantor: this.options.grantor, client, runner: () => this.runner!, startDeadlineMs: () => this.deadlines.currentMs(),
       call: (leaseMs) => ({
         bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
         lockDuration: this.lockDuration, leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
@@ -378,6 +397,8 @@ export class ThrottleGate implements Gate {
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;
+    // Exact delivery keeps the guarantee at processor start: h as given, or chosen by the worker when left out.
+    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs);
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }

@@ -4,6 +4,8 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
+import { LateStartError } from '../errors/LateStartError';
+import { StartDeadlineStats } from './startDeadlines';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
@@ -24,11 +26,15 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
   /** How long a crashed worker's declarations outlive it (ms; default 15 000). Refreshed every third of it. */
   declarationTtlMs?: number;
   /**
-   * h. In exact delivery (the queue's keys and its throttles' in one slot or server), tokens count against
-   * windows of W + h. In leased delivery (throttles counted in another slot, or on the `grantor`'s Redis), a
-   * leased token may be spent up to h after the request that asked for it (measured on the queue's Redis
-   * clock) and counts against W + h: the sustained ceiling is N / (W + h).
-   * @default 0 in exact delivery, 100 in leased delivery
+   * h. In exact delivery (the queue's keys and its throttles' in one slot or server), each delivery counts
+   * against windows of W + h, and its processor starts within h of the call that delivered it or not at all
+   * (the job is put back held, no attempt made): so at most N processors start in any window W, where the API
+   * sees it. Left out, the worker chooses h from how long its processors take to start (1.5 times the p99,
+   * between 10 and 100 ms); 0 counts deliveries at processedOn only, with no deadline on the start. In leased
+   * delivery (throttles counted in another slot, or on the `grantor`'s Redis), a leased token may be spent up
+   * to h after the request that asked for it (measured on the queue's Redis clock) and counts against W + h.
+   * Either way the sustained ceiling is N / (W + h).
+   * @default chosen by the worker in exact delivery, 100 in leased delivery
    */
   leaseMs?: number;
   /**
@@ -121,6 +127,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
         }
       }) as Processor<DataType, ResultType, NameType>
       : processor;
+    // bullmq gives a processor an AbortSignal (worker.cancelJob, cancelAllJobs) only when it declares a third
+    // parameter (processor.length >= 3): the wrapper declares as many as the user's processor does.
+    if (typeof processor === 'function') Object.defineProperty(timed, 'length', { value: processor.length });
     super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     this.gate = gate;
@@ -150,6 +159,22 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   }
 
   /**
+   * As Worker's, at the moment the processor starts: a job delivered more than h before is not started but
+   * put back held (handleFailed), what it was counted in given back, so that no processor starts later than its
+   * delivery was counted for.
+   */
+  protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
+    const late = this.gate.lateStart(job.id);
+    if (late) return Promise.reject(new LateStartError(job.id, late.hMs));
+    return super.callProcessJob(job, token, signal);
+  }
+
+  /** h as the worker holds it now, and how many processors started and jobs went back held for starting late. */
+  get startDeadline(): StartDeadlineStats {
+    return this.gate.deadlines.stats();
+  }
+
+  /**
    * As Worker's, except that the `completed` event fires as soon as the job is completed: the slot's next
    * job, fetched at the same time, may wait in this process for room to return, and is taken after.
    * Every argument after the token goes on as given (the list differs between bullmq lines).
@@ -173,6 +198,15 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    */
   protected override async handleFailed(err: Error, job: Job<DataType, ResultType, NameType>, token: string, ...rest: unknown[]): Promise<Job<DataType, ResultType, NameType>> {
     if (err instanceof CompletionInDoubtError) return undefined as unknown as Job<DataType, ResultType, NameType>;
+    let released = false;
+    if (err instanceof LateStartError) {
+      // Its concurrency goes while the job is still locked: back in wait it may be delivered again at once, and a
+      // release after that would take the new delivery's count.
+      await this.gate.jobs.jobEnded(job.id);
+      released = true;
+      // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
+      err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
+    }
     if (err instanceof RetryAfterError) {
       // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again.
       await this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
@@ -184,7 +218,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     try {
       next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     } finally {
-      void this.gate.jobs.jobEnded(job.id);
+      if (!released) void this.gate.jobs.jobEnded(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }

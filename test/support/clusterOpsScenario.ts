@@ -74,8 +74,13 @@ export async function startClusterOpsScenario(options: { declarationTtlMs?: numb
     await q.close();
   };
   const settled = async (queue: string, by: ThrottleAdmin = admin) => {
-    await waitFor(async () => delivered.get(queue) === (DELIVERED[queue] ?? 1) && (await by.queueStats(queue)).heldByFullBuckets === (HELD[queue] ?? 2),
-      20_000, `${queue} to settle`);
+    let seen = '';
+    await waitFor(async () => {
+      const held = (await by.queueStats(queue)).heldByFullBuckets;
+      seen = `delivered ${delivered.get(queue)}, held by full buckets ${held}`;
+      return delivered.get(queue) === (DELIVERED[queue] ?? 1) && held === (HELD[queue] ?? 2);
+    }, 20_000, `${queue} to settle (${DELIVERED[queue] ?? 1} delivered and ${HELD[queue] ?? 2} held)`)
+      .catch((error: Error) => { throw new Error(`${error.message}; seen last: ${seen}`); });
   };
   const close = async () => {
     for (const closer of closers.reverse()) await closer().catch(() => undefined);

@@ -1,0 +1,119 @@
+/** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
+export const START_DEADLINE_FLOOR_MS = 10;
+export const START_DEADLINE_CEILING_MS = 100;
+/** h before enough processors have started to measure how long a start takes. */
+const INITIAL_MS = 50;
+/** The chosen h covers the p99 of the latest starts' ages with this much to spare. */
+const HEADROOM = 1.5;
+const SAMPLES = 1000;
+/** h is chosen again after this many starts (sorting the samples at every start would cost more than it tells). */
+const CHOOSE_EVERY = 100;
+/** A delivery whose processor has not started this long after is forgotten (far past any h). */
+const FORGET_AFTER_MS = 60_000;
+
+/** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
+export interface StartDeadlineStats {
+  /** h (ms): every delivery counts for W + h, and its processor starts within h of the call that delivered it or not at all. */
+  readonly hMs: number;
+  /** Whether the worker chooses h from what it measures (leaseMs left out) rather than leaseMs. */
+  readonly adaptive: boolean;
+  /** Processors started under a deadline (jobs a window counted) since the worker began. */
+  readonly started: number;
+  /** Jobs put back held because their processor would have started more than h after their delivery. */
+  readonly putBack: number;
+}
+
+/** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
+export interface LateDelivery {
+  readonly jobId: string;
+  readonly hMs: number;
+  /** The delivery script's Redis time (us): the tokens were counted then. */
+  readonly grantUs: number;
+  /** What the job was counted in (TakeReply.tickets), '' for nothing. */
+  readonly ticket: string;
+}
+
+interface Delivered { sentAt: number; hMs: number; grantUs: number; ticket: string }
+
+/**
+ * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
+ * with the processor as the spender: every delivery counts for W + h (the delivery call carries h as its lease),
+ * and a job a window counted whose processor would start more than h after its delivery does not start
+ * (ThrottledWorker puts it back held, what it was counted in given back: src/worker/lateStartReturn.ts). Then
+ * the starts in any window W come from deliveries within W + h of one another, which the counters keep to N.
+ *
+ * A delivery's age is measured on this process's monotonic clock from the moment the call that delivered it was
+ * sent: the script ran after that, so the age is never less than the time since the delivery, whatever the
+ * clocks of Redis and this machine say. h is chosen from the ages of the latest starts (their p99, with
+ * headroom, between the floor and the ceiling), so that a busy event loop lengthens it instead of putting jobs
+ * back, and it costs a sustained ceiling of N / (W + h), not N / W.
+ */
+export class StartDeadlines {
+  private readonly pending = new Map<string, Delivered>();
+  private readonly ages: number[] = [];
+  private nextAge = 0;
+  private sinceChosen = 0;
+  private chosenMs: number;
+  private startedCount = 0;
+  private swept = 0;
+  private putBackCount = 0;
+
+  /** `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here. */
+  constructor(private readonly fixedMs: number | undefined) {
+    this.chosenMs = fixedMs ?? INITIAL_MS;
+  }
+
+  /** The h a delivery call sent now carries. */
+  currentMs(): number {
+    return this.chosenMs;
+  }
+
+  /**
+   * A delivery call sent at `sentAt` (performance.now()) with h `hMs` delivered these jobs; the script counted
+   * them at `grantUs` (Redis time), in the windows `tickets` say (in the order of `jobIds`; '' for none).
+   */
+  delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
+    if (hMs <= 0) return;
+    // Jobs that never reached their processor (failed by bullmq's own checks before it, or the worker closed)
+    // leave their entry: it goes once it is far past any deadline. (Not on the job's end: by then the job may be
+    // delivered again, put back a moment before, and its new entry must stay.)
+    if (this.pending.size > 0 && sentAt - this.swept > FORGET_AFTER_MS) {
+      for (const [id, delivery] of this.pending) if (sentAt - delivery.sentAt > FORGET_AFTER_MS) this.pending.delete(id);
+      this.swept = sentAt;
+    }
+    // Only a window counts a delivery for W + h: a job no window counted (a rate, a concurrency, no throttle)
+    // gains nothing from a deadline, and putting it back would waste a rate's token (rates keep what they grant).
+    jobIds.forEach((id, i) => { if (tickets[i]) this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] }); });
+  }
+
+  /** A processor is about to start on the job: the delivery when it is late and must not start (the job goes back held). */
+  lateStart(jobId: string | undefined, now: number = performance.now()): LateDelivery | undefined {
+    const delivery = jobId === undefined ? undefined : this.pending.get(jobId);
+    if (!delivery) return undefined;
+    this.pending.delete(jobId!);
+    const age = now - delivery.sentAt;
+    this.sample(age);
+    if (age > delivery.hMs) {
+      this.putBackCount++;
+      return { jobId: jobId!, hMs: delivery.hMs, grantUs: delivery.grantUs, ticket: delivery.ticket };
+    }
+    this.startedCount++;
+    return undefined;
+  }
+
+  stats(): StartDeadlineStats {
+    return { hMs: this.chosenMs, adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount };
+  }
+
+  private sample(ageMs: number): void {
+    if (this.fixedMs !== undefined) return;
+    if (this.ages.length < SAMPLES) this.ages.push(ageMs);
+    else this.ages[this.nextAge] = ageMs;
+    this.nextAge = (this.nextAge + 1) % SAMPLES;
+    if (++this.sinceChosen < CHOOSE_EVERY) return;
+    this.sinceChosen = 0;
+    const sorted = [...this.ages].sort((a, b) => a - b);
+    const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))];
+    this.chosenMs = Math.min(START_DEADLINE_CEILING_MS, Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(p99 * HEADROOM)));
+  }
+}

@@ -1,0 +1,111 @@
+import { Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Key, Throttle, ThrottledWorker } from '../../src';
+import { mostInAnyWindow } from '../../src/check/mostInAnyWindow';
+import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { newRedis } from '../support/redis';
+
+// Issue 26: the guarantee where the API sees it. Counted at the moment each processor starts (this process's
+// clock, sub-ms), not only at processedOn, with the default options: at most N starts in any window W.
+const nowMs = () => performance.timeOrigin + performance.now();
+
+interface Start { at: number; processedOn: number; customer?: string; id: string }
+
+describe('processor starts, with the default options', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('starts');
+  });
+  afterEach(async () => {
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  function startRecorder(starts: Start[], busyMs: (job: Job) => number = () => 0) {
+    return async (job: Job) => {
+      starts.push({ at: nowMs(), processedOn: job.processedOn!, customer: job.data.customer, id: job.id! });
+      // A processor that holds the event loop delays every start queued behind it.
+      const busyUntil = performance.now() + busyMs(job);
+      while (performance.now() < busyUntil) { /* busy */ }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+  }
+
+  it('two workers starting together on a backlog of 5,000: at most 100 starts in any 1 s, from the first one', async () => {
+    const queue = bed.queue('backlog');
+    await queue.addBulk(Array.from({ length: 5_000 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    const throttles = [Throttle.named('api').limit(100, '1s')];
+    const workers = [0, 1].map(() => bed.worker('backlog', startRecorder(starts), { concurrency: 50, autorun: false, throttles }));
+    await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+    for (const worker of workers) void worker.run();
+    await waitFor(() => starts.length >= 250, 20_000, '250 starts');
+    await Promise.all(workers.map((worker) => worker.close()));
+    expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(100);
+    expect(mostInAnyWindow(starts.map((s) => s.processedOn), 1_000)).toBeLessThanOrEqual(100);
+    // Each worker chose its h from what it measured, within the stated bounds.
+    for (const worker of workers) {
+      expect(worker.startDeadline.adaptive).toBe(true);
+      expect(worker.startDeadline.hMs).toBeGreaterThanOrEqual(10);
+      expect(worker.startDeadline.hMs).toBeLessThanOrEqual(100);
+    }
+  }, 40_000);
+
+  it('a hot customer and many small ones: at most 10 per customer and 40 overall start in any 1 s', async () => {
+    const queue = bed.queue('mixed');
+    await queue.addBulk([
+      ...Array.from({ length: 300 }, () => ({ name: 'call', data: { customer: 'hot' } })),
+      ...Array.from({ length: 200 }, (_, i) => ({ name: 'call', data: { customer: `c${i}` } })),
+    ]);
+    const starts: Start[] = [];
+    const throttles = [Throttle.named('api').limit(40, '1s'), Throttle.named('api-per-customer').key([Key.data('customer')]).limit(10, '1s')];
+    const workers = [0, 1].map(() => bed.worker('mixed', startRecorder(starts), { concurrency: 50, autorun: false, throttles }));
+    await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+    for (const worker of workers) void worker.run();
+    await waitFor(() => starts.length >= 110, 20_000, '110 starts');
+    await Promise.all(workers.map((worker) => worker.close()));
+    for (const field of ['at', 'processedOn'] as const) {
+      expect(mostInAnyWindow(starts.map((s) => s[field]), 1_000)).toBeLessThanOrEqual(40);
+      const hot = starts.filter((s) => s.customer === 'hot').map((s) => s[field]);
+      expect(hot.length).toBeGreaterThan(10);
+      expect(mostInAnyWindow(hot, 1_000)).toBeLessThanOrEqual(10);
+    }
+  }, 40_000);
+
+  it('a busy event loop: a job whose start would come more than h after its delivery goes back held, no attempt made, and runs later', async () => {
+    const queue = bed.queue('busy');
+    await queue.addBulk(Array.from({ length: 150 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    const worker: ThrottledWorker = bed.worker('busy', startRecorder(starts, () => 15), {
+      concurrency: 50, leaseMs: 20, throttles: [Throttle.named('api').limit(50, '500ms')],
+    });
+    const failed: string[] = [];
+    worker.on('failed', (job) => failed.push(job?.id ?? '?'));
+    await waitFor(async () => (await queue.getCompletedCount()) === 150, 30_000, 'every job completed');
+    // 50 delivered at once, each start holding the loop 15 ms: most of them would start more than 20 ms late.
+    expect(worker.startDeadline).toMatchObject({ hMs: 20, adaptive: false });
+    expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+    expect(failed).toEqual([]);
+    // Each job ran once, and a job put back made no attempt: every one completed at its first.
+    expect(new Set(starts.map((s) => s.id)).size).toBe(150);
+    expect(starts).toHaveLength(150);
+    const completed = await queue.getCompleted(0, 149);
+    expect(completed.every((job) => job.attemptsMade === 1)).toBe(true);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
+  }, 40_000);
+
+  it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
+    const queue = bed.queue('hourly');
+    await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    // Delivered together; each start holds the loop 25 ms, so with h = 5 ms the ones behind it come too late.
+    const worker: ThrottledWorker = bed.worker('hourly', startRecorder(starts, () => 25), {
+      concurrency: 3, leaseMs: 5, throttles: [Throttle.named('api').limit(3, '1h')],
+    });
+    await waitFor(async () => (await queue.getCompletedCount()) === 3, 20_000, 'all 3 completed within the hour\'s 3');
+    expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+    expect(starts).toHaveLength(3);
+  }, 30_000);
+});
