@@ -11,6 +11,7 @@ import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
 import { BullmqAdapter } from '../bullmq/BullmqAdapter';
 import { selectAdapter } from '../bullmq/selectAdapter';
+import { quietAfterClose } from '../bullmq/quietAfterClose';
 import { AttributesFunction } from './jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
@@ -132,6 +133,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     if (typeof processor === 'function') Object.defineProperty(timed, 'length', { value: processor.length });
     super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
+    quietAfterClose(this);
     this.gate = gate;
     this.adapter = adapter;
     worker = this;
