@@ -21,13 +21,13 @@ export interface DeliverySetup {
   readonly queueKeys: QueueThrottleKeys;
   readonly logger: Logger;
   readonly scripts?: Map<string, LuaScript>;
-  readonly leaseMs?: number;
+  readonly leaseMs?: number | 'auto';
   readonly durableRedis: boolean;
   readonly grantor?: { connection: ConnectionInput };
   /** The worker's connection and a runner on it. */
   readonly client: RedisClient;
   readonly runner: () => ScriptRunner;
-  /** Exact delivery's h when leaseMs is left out, as the worker chooses it at each call (src/worker/startDeadlines.ts). */
+  /** Exact delivery's h with leaseMs 'auto', as the worker chooses it at each call (src/worker/startDeadlines.ts). */
   readonly startDeadlineMs: () => number;
   /** The rest of each delivery call (bullmq's keys, lock duration, limiter), given the lease chosen here. */
   readonly call: (leaseMs: number) => ReturnType<DeliveryContext>;
@@ -44,7 +44,7 @@ export interface DeliverySetup {
 
 export interface ChosenDelivery {
   delivery: Delivery;
-  /** h, or the longest h the worker may choose (exact delivery with leaseMs left out). */
+  /** h, or the longest h the worker may choose (exact delivery with leaseMs 'auto'). */
   leaseMs: number;
   /** Runs in the namespace's slot: the worker's own connection, or the grantor option's. */
   namespaceRunner: ScriptRunner;
@@ -58,8 +58,8 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   const grantorConnection = grantor ? openClient(grantor.connection, { maxRetriesPerRequest: null }) : undefined;
   const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner();
   const mode = deliveryMode(setup.client, Boolean(grantor), keys, queueKeys);
-  const chosenHere = mode === 'exact' && setup.leaseMs === undefined;
-  const leaseMs = setup.leaseMs ?? (mode === 'leased' ? DEFAULT_LEASE_MS : START_DEADLINE_CEILING_MS);
+  const chosenHere = mode === 'exact' && setup.leaseMs === 'auto';
+  const leaseMs = typeof setup.leaseMs === 'number' ? setup.leaseMs : mode === 'leased' ? DEFAULT_LEASE_MS : chosenHere ? START_DEADLINE_CEILING_MS : 0;
   if (mode === 'leased' && leaseMs <= 0) {
     throw new InvalidOptionError(
       `ThrottledWorker('${queue}'): leaseMs ${leaseMs} cannot lease tokens, and this queue's throttles are counted in another `

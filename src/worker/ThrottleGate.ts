@@ -44,7 +44,7 @@ export interface GateOptions {
   logger: Logger;
   declarationTtlMs: number;
   /** h; undefined: 0 in exact delivery, DEFAULT_LEASE_MS in leased delivery. */
-  leaseMs?: number;
+  leaseMs?: number | 'auto';
   /** See ThrottledWorkerOptions.durableRedis. */
   durableRedis?: boolean;
   /** Throttles counted on another Redis (leased delivery); by default on the worker's own connection. */
@@ -397,8 +397,8 @@ export class ThrottleGate implements Gate {
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;
-    // Exact delivery keeps the guarantee at processor start: h as given, or chosen by the worker when left out.
-    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs);
+    // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
+    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs === 'auto' ? undefined : this.options.leaseMs ?? 0);
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }

@@ -27,17 +27,17 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
   /** How long a crashed worker's declarations outlive it (ms; default 15 000). Refreshed every third of it. */
   declarationTtlMs?: number;
   /**
-   * h. In exact delivery (the queue's keys and its throttles' in one slot or server), each delivery counts
-   * against windows of W + h, and its processor starts within h of the call that delivered it or not at all
-   * (the job is put back held, no attempt made): so at most N processors start in any window W, where the API
-   * sees it. Left out, the worker chooses h from how long its processors take to start (1.5 times the p99,
-   * between 10 and 100 ms); 0 counts deliveries at processedOn only, with no deadline on the start. In leased
+   * h. In exact delivery (the queue's keys and its throttles' in one slot or server), more than 0 counts each
+   * delivery against windows of W + h, and a job a window counted starts within h of the call that delivered it
+   * or not at all (it is put back held, no attempt made, its window tokens given back): so at most N processors
+   * start in any window W, where the API sees it. 'auto': the worker chooses h from how long its processors take
+   * to start (1.5 times the p99, between 10 and 100 ms). 0 counts deliveries at processedOn only. In leased
    * delivery (throttles counted in another slot, or on the `grantor`'s Redis), a leased token may be spent up
-   * to h after the request that asked for it (measured on the queue's Redis clock) and counts against W + h.
-   * Either way the sustained ceiling is N / (W + h).
-   * @default chosen by the worker in exact delivery, 100 in leased delivery
+   * to h after the request that asked for it (measured on the queue's Redis clock) and counts against W + h
+   * ('auto' is 100 there). Either way the sustained ceiling is N / (W + h).
+   * @default 0 in exact delivery, 100 in leased delivery
    */
-  leaseMs?: number;
+  leaseMs?: number | 'auto';
   /**
    * Keep the throttles on another Redis (server, Sentinel set or Cluster): queues on separate Redis servers
    * that give the same grantor share their throttles. Deliveries are then leased (see leaseMs).
@@ -92,8 +92,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // The installed bullmq's line (UnsupportedBullmqError, naming the supported range, outside them).
     const adapter = selectAdapter();
     const throttles = checkedThrottles(name, opts?.throttles);
-    if (opts.leaseMs !== undefined && (!Number.isSafeInteger(opts.leaseMs) || opts.leaseMs < 0)) {
-      throw new InvalidOptionError(`ThrottledWorker('${name}'): leaseMs ${String(opts.leaseMs)} must be a whole number of milliseconds, 0 or more (or left out).`);
+    if (opts.leaseMs !== undefined && opts.leaseMs !== 'auto' && (!Number.isSafeInteger(opts.leaseMs) || opts.leaseMs < 0)) {
+      throw new InvalidOptionError(`ThrottledWorker('${name}'): leaseMs ${String(opts.leaseMs)} must be a whole number of milliseconds, 0 or more, or 'auto' (or left out).`);
     }
     let worker: ThrottledWorker<DataType, ResultType, NameType> | undefined;
     const gate = new ThrottleGate({
