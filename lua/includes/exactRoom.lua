@@ -105,6 +105,8 @@ end
 
 -- The job delivered next in the reply (after spendRoom for each of its buckets): its ticket (see roomTicketing).
 function roomTicketing.delivered(jobId)
+  -- Without a deadline (h 0) nothing reads tickets: the delivery script does no more than it did.
+  if exactRoomContext.leaseMs <= 0 then return end
   local parts = roomTicketing.parts[jobId]
   roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and table.concat(parts, '|') or ''
 end

@@ -364,7 +364,7 @@ export class ThrottleGate implements Gate {
     const hMs = this.deadlines.currentMs();
     const sentAt = performance.now();
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
-    if (this.delivery!.mode === 'exact') this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
+    if (this.delivery!.mode === 'exact' && hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
     return reply;
   }
 
