@@ -16,21 +16,21 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/intArg"
+--- @include "includes/wakeBucket"
 local head = ARGV[1] .. '='
-local woken = {}
+local ids = {}
 if ARGV[2] ~= '' then
-  local id = head .. ARGV[2]
-  if rcall('ZSCORE', KEYS[1], id) then woken[1] = id end
+  ids[1] = head .. ARGV[2]
 else
   -- Only buckets with waiting classes are in wakeups; a resume is rare enough to read them all.
   for _, id in ipairs(rcall('ZRANGE', KEYS[1], 0, -1)) do
-    if string.sub(id, 1, #head) == head then woken[#woken + 1] = id end
+    if string.sub(id, 1, #head) == head then ids[#ids + 1] = id end
   end
 end
 local nowArg = intArg(nowUs())
-for _, id in ipairs(woken) do
-  rcall('ZADD', KEYS[1], nowArg, id)
-  if rcall('HEXISTS', KEYS[2], id) == 1 then rcall('HSET', KEYS[2], id, nowArg) end
+local woken = 0
+for _, id in ipairs(ids) do
+  if wakeBucket(KEYS[1], KEYS[2], id, nowArg) then woken = woken + 1 end
 end
-if #woken > 0 then rcall('ZADD', KEYS[3], 0, '0') end
-return #woken
+if woken > 0 then rcall('ZADD', KEYS[3], 0, '0') end
+return woken

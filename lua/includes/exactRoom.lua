@@ -51,15 +51,18 @@ local inFlightJobs = {}
 
 -- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
 -- that a job whose processor would start too late can give it back (src/worker/startDeadlines.ts): per bucket
--- "<bucket id>$<cost>@<window ms>,...", joined by '|' ('' when no window counted it). Rates keep what they
--- granted (includes/rateCounter says why), and concurrency returns as the job ends, so neither is named.
--- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts by job, delivered().
-local roomTicketing = { tickets = {}, parts = {} }
+-- "<bucket id>$<cost>@<window ms>,...", joined by '|', every bucket the job was noted in (lua/lateStartPutBack-n
+-- takes the notes back), the windows empty where none counted it; '' when no window counted the job (it has no
+-- deadline). Rates keep what they granted (includes/rateCounter says why), and concurrency returns as the job
+-- ends, so neither is named.
+-- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts and windowed by job,
+-- delivered().
+local roomTicketing = { tickets = {}, parts = {}, windowed = {} }
 
 local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
   addBucketTokens(counters, cost, exactRoomContext.leaseMs)
-  if exactRoomContext.leaseMs > 0 and #counters > 0 then
+  if exactRoomContext.leaseMs > 0 then
     local windows = {}
     for i = 1, #counters do windows[i] = counters[i].g.windowMs end
     local parts = roomTicketing.parts[jobId]
@@ -68,6 +71,7 @@ local function spendRoom(counters, fresh, jobId, cost)
       roomTicketing.parts[jobId] = parts
     end
     parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',')
+    if #counters > 0 then roomTicketing.windowed[jobId] = true end
   end
   local inFlight = counters.inFlight
   -- A job whose cost cannot be counted (0: it fails before its processor runs) holds no slot.
@@ -107,6 +111,6 @@ end
 function roomTicketing.delivered(jobId)
   -- Without a deadline (h 0) nothing reads tickets: the delivery script does no more than it did.
   if exactRoomContext.leaseMs <= 0 then return end
-  local parts = roomTicketing.parts[jobId]
+  local parts = roomTicketing.windowed[jobId] and roomTicketing.parts[jobId]
   roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and table.concat(parts, '|') or ''
 end

@@ -58,7 +58,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   const grantorConnection = grantor ? openClient(grantor.connection, { maxRetriesPerRequest: null }) : undefined;
   const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner();
   const mode = deliveryMode(setup.client, Boolean(grantor), keys, queueKeys);
-  const chosenHere = mode === 'exact' && setup.leaseMs === 'auto';
+  const chosenHere = mode === 'exact' && (setup.leaseMs === 'auto' || setup.leaseMs === undefined);
   const leaseMs = typeof setup.leaseMs === 'number' ? setup.leaseMs : mode === 'leased' ? DEFAULT_LEASE_MS : chosenHere ? START_DEADLINE_CEILING_MS : 0;
   if (mode === 'leased' && leaseMs <= 0) {
     throw new InvalidOptionError(

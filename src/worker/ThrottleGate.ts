@@ -398,7 +398,7 @@ export class ThrottleGate implements Gate {
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
-    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs === 'auto' ? undefined : this.options.leaseMs ?? 0);
+    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs === 'auto' ? undefined : this.options.leaseMs);
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }
@@ -450,6 +450,8 @@ export class ThrottleGate implements Gate {
     let spare: RedisClient;
     try {
       spare = ((await this.backend.client) as unknown as { duplicate(): RedisClient }).duplicate();
+      // Its errors reach withdraw (logged there); without a listener ioredis prints each failed reconnect as unhandled.
+      spare.on('error', () => undefined);
     } catch {
       return closeGrantor;
     }

@@ -30,12 +30,14 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    * h. In exact delivery (the queue's keys and its throttles' in one slot or server), more than 0 counts each
    * delivery against windows of W + h, and a job a window counted starts within h of the call that delivered it
    * or not at all (it is put back held, no attempt made, its window tokens given back): so at most N processors
-   * start in any window W, where the API sees it. 'auto': the worker chooses h from how long its processors take
-   * to start (1.5 times the p99, between 10 and 100 ms). 0 counts deliveries at processedOn only. In leased
+   * start in any window W, where the API sees it. 'auto' (the default): the worker chooses h from how long its
+   * processors take to start (1.5 times the p99, between 10 and 100 ms). 0 counts deliveries at bullmq's
+   * processedOn only (the moment the delivery script ran): a processor may then start later, and two windows'
+   * deliveries can start in one window of the API's. In leased
    * delivery (throttles counted in another slot, or on the `grantor`'s Redis), a leased token may be spent up
    * to h after the request that asked for it (measured on the queue's Redis clock) and counts against W + h
    * ('auto' is 100 there). Either way the sustained ceiling is N / (W + h).
-   * @default 0 in exact delivery, 100 in leased delivery
+   * @default 'auto' in exact delivery, 100 in leased delivery
    */
   leaseMs?: number | 'auto';
   /**

@@ -11,14 +11,15 @@ export interface LateStartQueue {
   marker(): string;
 }
 
-/** What a ticket says the job was counted in: "<encoded name>=<bucket>$<cost>@<window ms>,..." joined by '|'. */
-function grantsOfTicket(late: LateDelivery): (ReturnedGrant & { encodedName: string })[] {
+/** What a ticket says the job was noted in: "<encoded name>=<bucket>$<cost>@<window ms>,..." joined by '|' (no windows where none counted it). */
+function grantsOfTicket(late: LateDelivery): (ReturnedGrant & { encodedName: string; bucketId: string })[] {
   return late.ticket.split('|').filter(Boolean).map((part) => {
     const at = part.lastIndexOf('@');
     const dollar = part.lastIndexOf('$', at);
     const bucketId = part.slice(0, dollar);
     const eq = bucketId.indexOf('=');
     return {
+      bucketId,
       encodedName: bucketId.slice(0, eq),
       name: decodeSegment(bucketId.slice(0, eq)),
       bucket: bucketId.slice(eq + 1),
@@ -26,7 +27,7 @@ function grantsOfTicket(late: LateDelivery): (ReturnedGrant & { encodedName: str
       grantUs: late.grantUs,
       leaseMs: late.hMs,
       count: Number(part.slice(dollar + 1, at)),
-      windows: part.slice(at + 1).split(',').map(Number),
+      windows: part.slice(at + 1).split(',').filter(Boolean).map(Number),
     };
   });
 }
@@ -35,18 +36,27 @@ function grantsOfTicket(late: LateDelivery): (ReturnedGrant & { encodedName: str
  * Gives back what a job whose processor did not start in time was counted in (lua/returnTokens-n.lua), so that
  * putting it back costs its buckets nothing: without this, a limit of 3 per hour would lose an hour's room to a
  * job that never ran. Each (job, throttle) is returned once whatever is retried (the throttle's returned-set);
- * rates keep what they granted (lua/includes/rateCounter.lua), and concurrency returns as the job ends.
+ * rates keep what they granted (lua/includes/rateCounter.lua), and concurrency returns as the job ends. Then its
+ * delivery stops counting in the queue's statistics (it counts once more when it is delivered again) and the
+ * classes waiting on its buckets look again (lua/lateStartPutBack-n.lua).
  */
 export async function returnLateStart(runner: ScriptRunner, keys: ThrottleKeys, queue: LateStartQueue, late: LateDelivery): Promise<void> {
   const grants = grantsOfTicket(late);
   if (grants.length === 0) return;
-  const call = returnTokensCall(keys, grants);
-  await runner.run('returnTokens', call.keys, call.args);
-  // The job's class waits on a bucket it found full until its room was due: it looks again now (and the
-  // job, back in wait, is delivered once it is classified). Other queues' classes look when they were due to.
-  for (const grant of grants) {
-    await runner.run('wakeBuckets', [queue.keys.wakeups, queue.keys.leaseRoom, queue.marker()], [grant.encodedName, grant.bucket]);
+  const counted = grants.filter((grant) => grant.windows.length > 0);
+  if (counted.length > 0) {
+    const call = returnTokensCall(keys, counted);
+    await runner.run('returnTokens', call.keys, call.args);
   }
+  const statsKeys = grants.flatMap((grant) => {
+    const stats = queue.keys.throttleStats(grant.name);
+    return [stats.stats, stats.recent];
+  });
+  await runner.run(
+    'lateStartPutBack',
+    [queue.keys.wakeups, queue.keys.leaseRoom, queue.marker(), ...statsKeys],
+    [Math.floor(late.grantUs / 1000), ...grants.map((grant) => grant.bucketId)],
+  );
 }
 
 /** Returns in the background; a return that fails only wastes room until the tokens expire (never lets more through). */

@@ -1,9 +1,10 @@
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Key, Throttle, ThrottledWorker } from '../../src';
+import { Key, Throttle, ThrottleAdmin, ThrottledWorker } from '../../src';
 import { mostInAnyWindow } from '../../src/check/mostInAnyWindow';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
+import { testRedisUrl } from '../support/testRedis';
 
 // Issue 26: the guarantee where the API sees it. Counted at the moment each processor starts (this process's
 // clock, sub-ms), not only at processedOn, with a start deadline (leaseMs 'auto', or a fixed h): at most N starts
@@ -95,6 +96,30 @@ describe('processor starts, with a start deadline', () => {
     const completed = await queue.getCompleted(0, 149);
     expect(completed.every((job) => job.attemptsMade === 1)).toBe(true);
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
+  }, 40_000);
+
+  it('a job put back for starting late counts once in the statistics, where it was delivered again', async () => {
+    const queue = bed.queue('stats');
+    await queue.addBulk(Array.from({ length: 150 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 3}` } })));
+    const starts: Start[] = [];
+    const throttles = [
+      Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000, '1h'),
+      Throttle.named('partner').rate(10_000, '1s'),
+    ];
+    const worker: ThrottledWorker = bed.worker('stats', startRecorder(starts, () => 15), { concurrency: 50, leaseMs: 20, throttles });
+    const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
+    try {
+      await waitFor(async () => (await queue.getCompletedCount()) === 150, 30_000, 'every job completed');
+      expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+      // The put-backs' notes are taken back in the background, after the job is back in wait.
+      await waitFor(async () => (await admin.throttleStats('per-customer')).deliveredTotal === 150, 5_000, '150 deliveries noted');
+      const keyed = await admin.throttleStats('per-customer');
+      expect(keyed.lastWindow).toEqual([{ windowMs: 3_600_000, max: 1_000, delivered: 150 }]);
+      // A rate counts no window, but it noted the delivery too: taken back as well.
+      expect((await admin.throttleStats('partner')).deliveredTotal).toBe(150);
+    } finally {
+      await admin.close();
+    }
   }, 40_000);
 
   it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
