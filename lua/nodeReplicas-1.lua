@@ -16,11 +16,14 @@
     ARGV[1] graceMs
     (test builds read one more trailing ARGV, a clock offset in ms)
 
-  Output: { role, replid, replicas, confirm }
+  Output: { role, replid, replicas, confirm, orphan, runid }
     role      'master' or another role (the caller's call ran on a node that is no master now)
     replid    INFO's master_replid: it changes when a replica is promoted, or a master follows a new one
     replicas  replicas online (INFO's slaveN lines with state=online)
     confirm   1: ask a replica (WAIT) before the call's deliveries start; 0: there is no replica to ask
+    orphan    1: a master that had replicas under this replication id and has none now (its last one left, or was
+              promoted while this node was cut off or frozen); 0 otherwise
+    runid     INFO's run_id when orphan (who to ask a Sentinel about: src/redis/sentinelVouch.ts), else ''
 ]]
 local rcall = redis.call
 local recordKey = KEYS[1]
@@ -32,11 +35,20 @@ local graceMs = tonumber(ARGV[1])
 -- MARK_MS behind a mark (gone long before a failover completes, and past once a frozen node wakes).
 local MARK_MS = 10
 local markKey = recordKey .. ':replicas-mark'
+
+-- A master without replicas, which had some: it says who it is (INFO server, only in this rare state).
+local function reply(role, replid, replicas, confirm, since)
+  if role == 'master' and replicas == 0 and since > 0 then
+    return { role, replid, replicas, confirm, 1, string.match(rcall('INFO', 'server'), 'run_id:(%w+)') or '' }
+  end
+  return { role, replid, replicas, confirm, 0, '' }
+end
+
 if rcall('EXISTS', markKey) == 1 then
   local cached = rcall('HMGET', recordKey, 'replid', 'replicas', 'noReplicasSince')
   local count, since = tonumber(cached[2] or 0), tonumber(cached[3] or 0)
   local nowMs = math.floor(nowUs() / 1000)
-  return { 'master', cached[1], count, (count > 0 or (since > 0 and nowMs - since < graceMs)) and 1 or 0 }
+  return reply('master', cached[1], count, (count > 0 or (since > 0 and nowMs - since < graceMs)) and 1 or 0, since)
 end
 
 local info = rcall('INFO', 'replication')
@@ -45,7 +57,7 @@ local replid = string.match(info, 'master_replid:(%w+)') or '?'
 -- Only replicas online can acknowledge (one in a full resync cannot yet, nor be a promoted copy of these writes).
 local replicas = 0
 for _ in string.gmatch(info, 'slave%d+:[^\r\n]*state=online') do replicas = replicas + 1 end
-if role ~= 'master' then return { role, replid, replicas, 1 } end
+if role ~= 'master' then return reply(role, replid, replicas, 1, 0) end
 
 local stored = rcall('HMGET', recordKey, 'replicas', 'noReplicasSince', 'replid')
 local nowMs = math.floor(nowUs() / 1000)
@@ -57,17 +69,17 @@ if stored[3] ~= replid then
     rcall('HSET', recordKey, 'replid', replid, 'replicas', replicas, 'noReplicasSince', 0)
     rcall('SET', markKey, '1', 'PX', MARK_MS)
   end
-  return { role, replid, replicas, replicas > 0 and 1 or 0 }
+  return reply(role, replid, replicas, replicas > 0 and 1 or 0, 0)
 end
 rcall('SET', markKey, '1', 'PX', MARK_MS)
 local had = tonumber(stored[1] or 0)
 if replicas > 0 then
   if had ~= replicas then rcall('HSET', recordKey, 'replicas', replicas) end
-  return { role, replid, replicas, 1 }
+  return reply(role, replid, replicas, 1, 0)
 end
 local since = tonumber(stored[2] or 0)
 if had > 0 then
   since = nowMs
   rcall('HSET', recordKey, 'replicas', 0, 'noReplicasSince', since)
 end
-return { role, replid, replicas, (since > 0 and nowMs - since < graceMs) and 1 or 0 }
+return reply(role, replid, replicas, (since > 0 and nowMs - since < graceMs) and 1 or 0, since)

@@ -2,6 +2,7 @@ import { ScriptRunner } from '../lua/scripts';
 import { InFlightRelease } from '../worker/inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
+import { SentinelVouch } from '../redis/sentinelVouch';
 import { deliveredAny, parseTakeReply, TakeCall, takeNextJobsCall, TakeReply } from './takeNextJobs';
 
 /** What a delivery call needs of its gate besides the call itself. */
@@ -29,8 +30,10 @@ export class ExactDelivery implements Delivery {
     private readonly context: DeliveryContext,
     nodeKey: string,
     private readonly inFlight: InFlightRelease,
+    /** On a Sentinel connection: who vouches for a master that lost its last replica. */
+    sentinel?: SentinelVouch,
   ) {
-    this.confirmation = new ReplicaConfirmation(() => nodeKey);
+    this.confirmation = new ReplicaConfirmation(() => nodeKey, sentinel);
   }
 
   /** The job's entries in its buckets' in-flight counters go (lua/releaseInFlight-1.lua). */

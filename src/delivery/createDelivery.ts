@@ -4,6 +4,7 @@ import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
 import { DEFAULT_LEASE_MS } from '../options/defaults';
 import { START_DEADLINE_CEILING_MS } from '../worker/startDeadlines';
+import { sentinelVouchOf } from '../redis/sentinelVouch';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { Delivery } from './Delivery';
@@ -68,8 +69,8 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   }
   logger.info({ queue, delivery: mode, leaseMs: chosenHere ? 'chosen by the worker' : leaseMs }, `${mode} delivery`);
   const call = chosenHere ? () => setup.call(setup.startDeadlineMs()) : () => setup.call(leaseMs);
-  const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord);
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger)) : new LeasedDelivery({
+  const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord, sentinelVouchOf(grantorConnection?.client ?? setup.client));
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), sentinelVouchOf(setup.client)) : new LeasedDelivery({
     queue: setup.runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { sentinelVouchOf } from '../redis/sentinelVouch';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { LuaScript } from '../lua/scripts';
 import { ScriptRunner } from '../lua/scripts';
@@ -86,7 +87,7 @@ export class Grantor {
     assertNamespaceUsable('Grantor', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connection = openClient(options.connection);
     this.runner = new ScriptRunner(this.connection.client, internals.scripts, internals.extraArgs);
-    this.confirmation = new ReplicaConfirmation(() => this.keys.grantorRecord);
+    this.confirmation = new ReplicaConfirmation(() => this.keys.grantorRecord, sentinelVouchOf(this.connection.client));
   }
 
   get client(): RedisClient {

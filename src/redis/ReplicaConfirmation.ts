@@ -1,13 +1,15 @@
 import { DeliveryVoidedError } from '../errors/DeliveryVoidedError';
 import { PipelineEntry, ScriptCallSpec, ScriptRunner } from '../lua/scripts';
 import { redisErrorCode, redisErrorKind } from './redisErrorKind';
+import { SentinelVouch } from './sentinelVouch';
 
 /** How long one WAIT waits for a replica's acknowledgement: a replica that keeps up answers in well under 1 ms. */
 const WAIT_MS = 50;
 /**
  * After its last replica left, a master still asks for confirmation this long (lua/nodeReplicas-1.lua): a woken
  * master that was replaced while frozen sees its replicas leave first, and learns it was replaced some ms later
- * (Cluster: from the next messages of its peers; Sentinel: writes stop at once with min-replicas-to-write).
+ * (Cluster: from the next messages of its peers; Sentinel: from a sentinel, seconds later, so after the grace the
+ * sentinels are asked: vouched).
  */
 const GRACE_MS = 2_000;
 /**
@@ -25,6 +27,9 @@ interface NodeReplicas {
   replid: string;
   replicas: number;
   confirm: boolean;
+  /** A master that had replicas and has none now, and its run id (lua/nodeReplicas-1.lua). */
+  orphan: boolean;
+  runid: string;
 }
 
 /** Codes that say the node the call ran on is no writable master now: what it counted is not kept. */
@@ -50,8 +55,11 @@ export class ReplicaConfirmation {
   /** Until when calls skip the probe: the node had no replica to ask, nor lost one lately (performance.now()). */
   private quietUntil = 0;
 
-  /** `recordKey`: a HASH of this package's on the node, in the slot of the calls confirmed. */
-  constructor(private readonly recordKey: () => string) {}
+  /**
+   * `recordKey`: a HASH of this package's on the node, in the slot of the calls confirmed. `sentinel`: on a
+   * Sentinel connection, who vouches for a master that lost its last replica (src/redis/sentinelVouch.ts).
+   */
+  constructor(private readonly recordKey: () => string, private readonly sentinel?: SentinelVouch) {}
 
   /**
    * Runs `call` and resolves to its reply once what it delivered may start. `delivered`: the reply moved
@@ -67,12 +75,18 @@ export class ReplicaConfirmation {
     if (probe && probe.role === 'master') this.expectReplicas = probe.confirm;
     // A node without a replica cannot be replaced by one that has these writes, and one that gains a replica
     // needs longer than QUIET_MS before that replica could take over: the next second's calls skip the probe.
-    if (probe && probe.role === 'master' && !probe.confirm && probe.replicas === 0) this.quietUntil = performance.now() + QUIET_MS;
+    // (A master that lost its replicas is asked about at every call on a Sentinel connection: its only replica may
+    // have been promoted.)
+    if (probe && probe.role === 'master' && !probe.confirm && probe.replicas === 0 && !(probe.orphan && this.sentinel)) this.quietUntil = performance.now() + QUIET_MS;
     if (!delivered(main.reply)) return main.reply;
+    const repliedAt = performance.now();
     // Without the probe's answer the node the call ran on cannot be told from the one that answers next.
     if (!probe) throw voided(call, 'the node did not say whether it is still the master', probeEntry?.error);
     if (probe.role !== 'master') throw voided(call, `the node is a ${probe.role} now`);
-    if (!probe.confirm) return main.reply;
+    if (!probe.confirm) {
+      await this.vouched(call, probe, repliedAt);
+      return main.reply;
+    }
     refuseForGood(waitEntry);
     if (waitEntry && acknowledged(waitEntry)) return this.acked(main.reply);
     if (this.stillUnacked(probe)) return main.reply;
@@ -103,11 +117,32 @@ export class ReplicaConfirmation {
         this.acked(undefined);
         return;
       }
-      if (!probe.confirm) return;
+      if (!probe.confirm) {
+        await this.vouched(call, probe, performance.now());
+        return;
+      }
       if (probe.replicas > 0) {
         this.unackedSince ??= since;
         if (performance.now() - since >= PATIENCE_MS) return;
       }
+    }
+  }
+
+  /**
+   * On a Sentinel connection, a master that lost its last replica delivers only once a majority of the sentinels,
+   * asked after the call, name it as the master: its only replica may have been promoted while it was cut off or
+   * frozen, and then its calls must not start (without this, min-replicas-to-write 1 was needed, which leaves a
+   * one-replica set without writes after every failover).
+   */
+  private async vouched(call: ScriptCallSpec, probe: NodeReplicas, repliedAt: number): Promise<void> {
+    if (!probe.orphan || !this.sentinel) return;
+    const since = performance.now();
+    for (;;) {
+      const verdict = await this.sentinel.verdict(probe.runid, repliedAt);
+      if (verdict === 'master') return;
+      if (verdict === 'not-master') throw voidedBySentinels(call, 'a majority of the sentinels name another master');
+      if (performance.now() - since > GRACE_MS + PATIENCE_MS) throw voidedBySentinels(call, 'no majority of the sentinels named it the master');
+      await sleep(WAIT_MS);
     }
   }
 
@@ -125,8 +160,11 @@ export class ReplicaConfirmation {
 
 function readProbe(entry: PipelineEntry | undefined): NodeReplicas | undefined {
   if (!entry || entry.error || !Array.isArray(entry.reply)) return undefined;
-  const [role, replid, replicas, confirm] = entry.reply as (string | number)[];
-  return { role: String(role), replid: String(replid), replicas: Number(replicas), confirm: Number(confirm) === 1 };
+  const [role, replid, replicas, confirm, orphan, runid] = entry.reply as (string | number)[];
+  return {
+    role: String(role), replid: String(replid), replicas: Number(replicas), confirm: Number(confirm) === 1,
+    orphan: Number(orphan) === 1, runid: String(runid ?? ''),
+  };
 }
 
 function acknowledged(entry: PipelineEntry | undefined): boolean {
@@ -145,6 +183,10 @@ function deposed(error: unknown): boolean {
 
 function voided(call: ScriptCallSpec, why: string, cause?: unknown): DeliveryVoidedError {
   return new DeliveryVoidedError(`${call.name}: what the call delivered does not start: ${why} before a replica acknowledged it (a master replaced while frozen); Redis drops its writes`, cause);
+}
+
+function voidedBySentinels(call: ScriptCallSpec, why: string): DeliveryVoidedError {
+  return new DeliveryVoidedError(`${call.name}: what the call delivered does not start: its node lost its last replica, and ${why} (its replica may have been promoted while it was cut off or frozen)`);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -78,29 +78,30 @@ describe('processor starts, with a start deadline', () => {
 
   it('a busy event loop: a job whose start would come more than h after its delivery goes back held, no attempt made, and runs later', async () => {
     const queue = bed.queue('busy');
-    await queue.addBulk(Array.from({ length: 150 }, (_, i) => ({ name: 'call', data: { i } })));
+    await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));
     const starts: Start[] = [];
     const worker: ThrottledWorker = bed.worker('busy', startRecorder(starts, () => 15), {
       concurrency: 50, leaseMs: 20, throttles: [Throttle.named('api').limit(50, '500ms')],
     });
     const failed: string[] = [];
     worker.on('failed', (job) => failed.push(job?.id ?? '?'));
-    await waitFor(async () => (await queue.getCompletedCount()) === 150, 30_000, 'every job completed');
+    // Each round of deliveries starts a few in time and puts the rest back: slow on a loaded machine, never stuck.
+    await waitFor(async () => (await queue.getCompletedCount()) === 80, 60_000, 'every job completed');
     // 50 delivered at once, each start holding the loop 15 ms: most of them would start more than 20 ms late.
     expect(worker.startDeadline).toMatchObject({ hMs: 20, adaptive: false });
     expect(worker.startDeadline.putBack).toBeGreaterThan(0);
     expect(failed).toEqual([]);
     // Each job ran once, and a job put back made no attempt: every one completed at its first.
-    expect(new Set(starts.map((s) => s.id)).size).toBe(150);
-    expect(starts).toHaveLength(150);
-    const completed = await queue.getCompleted(0, 149);
+    expect(new Set(starts.map((s) => s.id)).size).toBe(80);
+    expect(starts).toHaveLength(80);
+    const completed = await queue.getCompleted(0, 79);
     expect(completed.every((job) => job.attemptsMade === 1)).toBe(true);
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
-  }, 40_000);
+  }, 90_000);
 
   it('a job put back for starting late counts once in the statistics, where it was delivered again', async () => {
     const queue = bed.queue('stats');
-    await queue.addBulk(Array.from({ length: 150 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 3}` } })));
+    await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 3}` } })));
     const starts: Start[] = [];
     const throttles = [
       Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000, '1h'),
@@ -109,18 +110,18 @@ describe('processor starts, with a start deadline', () => {
     const worker: ThrottledWorker = bed.worker('stats', startRecorder(starts, () => 15), { concurrency: 50, leaseMs: 20, throttles });
     const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
     try {
-      await waitFor(async () => (await queue.getCompletedCount()) === 150, 30_000, 'every job completed');
+      await waitFor(async () => (await queue.getCompletedCount()) === 60, 60_000, 'every job completed');
       expect(worker.startDeadline.putBack).toBeGreaterThan(0);
       // The put-backs' notes are taken back in the background, after the job is back in wait.
-      await waitFor(async () => (await admin.throttleStats('per-customer')).deliveredTotal === 150, 5_000, '150 deliveries noted');
+      await waitFor(async () => (await admin.throttleStats('per-customer')).deliveredTotal === 60, 5_000, '60 deliveries noted');
       const keyed = await admin.throttleStats('per-customer');
-      expect(keyed.lastWindow).toEqual([{ windowMs: 3_600_000, max: 1_000, delivered: 150 }]);
+      expect(keyed.lastWindow).toEqual([{ windowMs: 3_600_000, max: 1_000, delivered: 60 }]);
       // A rate counts no window, but it noted the delivery too: taken back as well.
-      expect((await admin.throttleStats('partner')).deliveredTotal).toBe(150);
+      expect((await admin.throttleStats('partner')).deliveredTotal).toBe(60);
     } finally {
       await admin.close();
     }
-  }, 40_000);
+  }, 90_000);
 
   it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
     const queue = bed.queue('hourly');
