@@ -38,6 +38,8 @@
     { expired, node, W, class_1, held_1, ..., class_W, held_W, R, then R return groups of 5: bucket id,
       grantUs, leaseMs, nonce, count, S, then S jobs that spent the worker's units: job id, k, then k pairs
       bucket id, units }
+  and a third element: { ticket_1, ..., ticket_n }, what job_i spent (includes/leasedRoom's roomTicketing):
+  "<expiry us>!<bucket id>$<cost>@|...", '' when it spent no leased token
     node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
     tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
@@ -178,4 +180,5 @@ for i = 1, #spends, 2 do
   lease[#lease + 1] = #spends[i + 1] / 2
   for _, field in ipairs(spends[i + 1]) do lease[#lease + 1] = field end
 end
-return { reply, lease }
+-- What each delivered job spent (includes/leasedRoom's roomTicketing), in the order of the reply's jobs.
+return { reply, lease, roomTicketing.tickets }

@@ -189,10 +189,27 @@ local function roomReturnsAtUs(pool, cost)
   return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
 end
 
+-- What each job delivered this run spent, so that a job whose processor would start after its tokens expire can
+-- be put back (src/worker/startDeadlines.ts): "<expiry us>!" (the earliest expiry of the tokens it spent: every
+-- grant counted them against W + h up to then), then per bucket "<bucket id>$<cost>@" joined by '|' (the buckets
+-- whose statistics noted it: lua/lateStartPutBack-n takes the notes back); '' when it spent no leased token.
+-- Spent tokens are not given back: the grantor counted them, and a put-back only wastes them.
+local roomTicketing = { tickets = {}, parts = {}, expiry = {} }
+
 -- A job whose cost cannot be counted ($0: it fails before its processor runs) spends nothing.
 local function spendRoom(pool, fresh, jobId, cost)
   cost = cost or 1
   if cost <= 0 then return end
+  -- Entries are in order of expiry, spent from pool.next: the first one this job takes from expires first.
+  local expiry = tonumber(pool.entries[pool.next + 1])
+  local earliest = roomTicketing.expiry[jobId]
+  if expiry and (earliest == nil or expiry < earliest) then roomTicketing.expiry[jobId] = expiry end
+  local parts = roomTicketing.parts[jobId]
+  if not parts then
+    parts = {}
+    roomTicketing.parts[jobId] = parts
+  end
+  parts[#parts + 1] = pool.bucket.id .. '$' .. cost .. '@'
   takeTokens(pool, cost)
   if pool.units then
     pool.units = pool.units - cost
@@ -292,8 +309,11 @@ end
 -- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
 local function freshJobTaken(jobId) end
 
--- Spent leased tokens are the grantor's to expire: no ticket to give them back (includes/exactRoom's roomTicketing).
-local roomTicketing = { delivered = function() end }
+-- The job delivered next in the reply (after spendRoom for each of its buckets): its ticket (see roomTicketing).
+function roomTicketing.delivered(jobId)
+  local expiry = roomTicketing.expiry[jobId]
+  roomTicketing.tickets[#roomTicketing.tickets + 1] = expiry and (intArg(expiry) .. '!' .. table.concat(roomTicketing.parts[jobId], '|')) or ''
+end
 
 local function noteBlocked(member, order, bucket, atUs)
   -- The grantor said when it has room (lease-room): the class is asked for when it wakes then.

@@ -25,8 +25,10 @@ export interface TakeReply {
   /** Delivered jobs, in the order of the tokens not refused. */
   jobs: { id: string; fields: string[] }[];
   /**
-   * Exact delivery with a start deadline (leaseMs > 0): what each job was counted in, in the order of `jobs`,
-   * per bucket "<bucket id>$<cost>@<window ms>,..." joined by '|' (src/worker/lateStartReturn.ts reads them).
+   * What each job was counted in, in the order of `jobs` (src/worker/startDeadlines.ts reads them). Exact
+   * delivery with a start deadline (leaseMs > 0): per bucket "<bucket id>$<cost>@<window ms>,..." joined by '|'.
+   * Leased delivery: "<expiry us>!" (the earliest expiry of the tokens the job spent), then per bucket
+   * "<bucket id>$<cost>@" joined by '|'. '' for a job no window (exact) or leased token (leased) counted.
    */
   tickets?: string[];
 }

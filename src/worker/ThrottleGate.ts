@@ -364,7 +364,11 @@ export class ThrottleGate implements Gate {
     const hMs = this.deadlines.currentMs();
     const sentAt = performance.now();
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
-    if (this.delivery!.mode === 'exact' && hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
+    if (this.delivery!.mode === 'exact') {
+      if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
+    } else if (reply.tickets) {
+      this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
+    }
     return reply;
   }
 
@@ -398,7 +402,9 @@ export class ThrottleGate implements Gate {
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
-    if (chosen.delivery.mode === 'exact') this.deadlines = new StartDeadlines(this.options.leaseMs === 'auto' ? undefined : this.options.leaseMs);
+    // Leased delivery's deadline is each job's tokens' expiry, h after the request that leased them (fixed).
+    const own = this.options.leaseMs;
+    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own);
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }

@@ -74,16 +74,27 @@ export class StartDeadlines {
    */
   delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
     if (hMs <= 0) return;
-    // Jobs that never reached their processor (failed by bullmq's own checks before it, or the worker closed)
-    // leave their entry: it goes once it is far past any deadline. (Not on the job's end: by then the job may be
-    // delivered again, put back a moment before, and its new entry must stay.)
-    if (this.pending.size > 0 && sentAt - this.swept > FORGET_AFTER_MS) {
-      for (const [id, delivery] of this.pending) if (sentAt - delivery.sentAt > FORGET_AFTER_MS) this.pending.delete(id);
-      this.swept = sentAt;
-    }
+    this.sweep(sentAt);
     // Only a window counts a delivery for W + h: a job no window counted (a rate, a concurrency, no throttle)
     // gains nothing from a deadline, and putting it back would waste a rate's token (rates keep what they grant).
     jobIds.forEach((id, i) => { if (tickets[i]) this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] }); });
+  }
+
+  /**
+   * Leased delivery: a call sent at `sentAt` delivered these jobs at `nowUs` (the queue node's clock); each must
+   * start before the earliest expiry of the tokens it spent (its ticket's "<expiry us>!"), counted against W + h
+   * up to then. The call ran after `sentAt`, so `sentAt` plus the time left at `nowUs` is never later than the
+   * expiry, whatever the clocks of Redis and this machine say.
+   */
+  deliveredLeased(jobIds: readonly string[], sentAt: number, nowUs: number, tickets: readonly string[] = []): void {
+    this.sweep(sentAt);
+    jobIds.forEach((id, i) => {
+      const ticket = tickets[i];
+      const bang = ticket ? ticket.indexOf('!') : -1;
+      if (bang < 0) return;
+      const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
+      this.pending.set(id, { sentAt, hMs: Math.max(0, leftMs), grantUs: nowUs, ticket: ticket.slice(bang + 1) });
+    });
   }
 
   /** A processor is about to start on the job: the delivery when it is late and must not start (the job goes back held). */
@@ -103,6 +114,17 @@ export class StartDeadlines {
 
   stats(): StartDeadlineStats {
     return { hMs: this.chosenMs, adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount };
+  }
+
+  /**
+   * Jobs that never reached their processor (failed by bullmq's own checks before it, or the worker closed) leave
+   * their entry: it goes once it is far past any deadline. (Not on the job's end: by then the job may be delivered
+   * again, put back a moment before, and its new entry must stay.)
+   */
+  private sweep(sentAt: number): void {
+    if (this.pending.size === 0 || sentAt - this.swept <= FORGET_AFTER_MS) return;
+    for (const [id, delivery] of this.pending) if (sentAt - delivery.sentAt > FORGET_AFTER_MS) this.pending.delete(id);
+    this.swept = sentAt;
   }
 
   private sample(ageMs: number): void {

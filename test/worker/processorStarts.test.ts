@@ -123,6 +123,25 @@ describe('processor starts, with a start deadline', () => {
     }
   }, 90_000);
 
+  it('leased delivery: a job whose processor would start after its tokens expire goes back held, and starts stay within the limit', async () => {
+    const queue = bed.queue('leased');
+    await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    // The grantor option makes delivery leased (here on the same Redis): tokens expire h (leaseMs) after their request.
+    const worker: ThrottledWorker = bed.worker('leased', startRecorder(starts, () => 15), {
+      concurrency: 50, leaseMs: 40, grantor: { connection: testRedisUrl() }, throttles: [Throttle.named('api').limit(50, '500ms')],
+    });
+    const failed: string[] = [];
+    worker.on('failed', (job) => failed.push(job?.id ?? '?'));
+    await waitFor(async () => (await queue.getCompletedCount()) === 80, 60_000, 'every job completed');
+    expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+    expect(failed).toEqual([]);
+    expect(starts).toHaveLength(80);
+    expect((await queue.getCompleted(0, 79)).every((job) => job.attemptsMade === 1)).toBe(true);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
+    expect(mostInAnyWindow(starts.map((s) => s.processedOn), 500)).toBeLessThanOrEqual(50);
+  }, 90_000);
+
   it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
     const queue = bed.queue('hourly');
     await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'call', data: { i } })));

@@ -67,7 +67,7 @@ export async function takeLeasedJobs(
   args.push(wantsLimit, depositsNode, refillBelow, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
   args.push(units.throttles.length, ...units.throttles, units.free.length, ...units.free.flat(), units.freed.length, ...units.freed);
-  const [base, lease] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[]];
+  const [base, lease, tickets] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[], unknown[] | undefined];
   const wantedCount = Number(lease[2]);
   const wanted: LeaseReply['wanted'] = [];
   for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[3 + 2 * i]), held: Number(lease[4 + 2 * i]) });
@@ -86,5 +86,8 @@ export async function takeLeasedJobs(
     spends.set(jobId, units);
     at += 2 + 2 * k;
   }
-  return { reply: parseTakeReply(base), lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns, spends } };
+  const reply = parseTakeReply(base);
+  // What each job spent, with the earliest expiry of its tokens (its processor must start by then).
+  if (Array.isArray(tickets) && tickets.length === reply.jobs.length) reply.tickets = tickets.map(String);
+  return { reply, lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns, spends } };
 }
