@@ -61,7 +61,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
     const options = { connection: rig.connection, prefix: rig.prefix, concurrency };
     const worker: Worker = rig.track(kind === 'plain'
       ? new Worker('throughput', processor, options)
-      : new ThrottledWorker('throughput', processor, { ...options, throttles: THROTTLES }));
+      : new ThrottledWorker('throughput', processor, { ...options, throttles: THROTTLES, ...(process.env.BENCH_LEASE_MS ? { leaseMs: Number(process.env.BENCH_LEASE_MS) } : {}) }));
     worker.on('completed', () => { if (++completed === JOBS) last = performance.now(); });
     worker.on('failed', () => { failed++; });
     await waitUntil(() => completed >= JOBS || failed > 0 || rig.errors.length > 0, DRAIN_TIMEOUT_MS,
@@ -162,6 +162,7 @@ export const workerThroughput: Benchmark = {
         '  on a queue and prefix of its own; trivial async processor; jobs/s from the first processor call to the last "completed" event.',
         `Plain and throttled alternate, ${RUNS} runs each per concurrency (plain, throttled, plain, ...); fixed sizes, BENCH_DURATION_MS is not used.`,
         "Throttles: 'all' 10,000,000/1s (unkeyed) and 'per-customer' 1,000,000/1s keyed on data.customer: neither ever refuses.",
+        `leaseMs: ${process.env.BENCH_LEASE_MS ?? "the worker's default ('auto': the start deadline)"} (BENCH_LEASE_MS sets it, e.g. 0 to compare without the deadline).`,
         'CPU per job is the median over runs, from worker start to the last completion (start-up and classification included):',
         '  node = process.cpuUsage() of this process (the worker; the backlog is added before), Redis = INFO cpu used_cpu_user+sys;',
         '  EVALSHA = INFO commandstats cmdstat_evalsha usec (every Lua script, bullmq\'s and ours, commands inside included) and calls.',
