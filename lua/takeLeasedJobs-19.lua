@@ -39,7 +39,7 @@
       grantUs, leaseMs, nonce, count, S, then S jobs that spent the worker's units: job id, k, then k pairs
       bucket id, units }
   and a third element: { ticket_1, ..., ticket_n }, what job_i spent (includes/leasedRoom's roomTicketing):
-  "<expiry us>!<bucket id>$<cost>@|...", '' when it spent no leased token
+  "<expiry us>!<bucket id>$<cost>@^<grantUs>:<leaseMs>:<nonce>#<units>,...|...", '' when it spent no leased token
     node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
     tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).

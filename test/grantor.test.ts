@@ -54,11 +54,12 @@ describe('Grantor', () => {
     const { nowUs, results } = await grantor.grantBatch([[{ throttle: stripe }]]);
     const refused = results[0];
     if (refused.granted) throw new Error('expected a refusal');
-    // The real clock runs on under the steered one: refuse 20 ms before retryAt (a busy machine can take a
-    // few ms between two calls), then grant once retryAt is reached.
-    clock.advance(refused.retryAt - nowUs / 1000 - 20);
+    // The clock stands still from the refusal on, so that a busy machine's delay between two calls moves
+    // nothing: refused 1 ms before retryAt (a whole ms, the first at which room is back), granted at it.
+    clock.stopAt(nowUs);
+    clock.advance(refused.retryAt - 1 - nowUs / 1000);
     expect((await grantor.grant([[{ throttle: stripe }]]))[0].granted).toBe(false);
-    clock.advance(20);
+    clock.advance(1);
     expect((await grantor.grant([[{ throttle: stripe }]]))[0].granted).toBe(true);
   });
 

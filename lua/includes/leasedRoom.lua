@@ -135,11 +135,18 @@ local function roomSource(bucket)
   return pool
 end
 
--- Takes `cost` tokens (the caller checked there are as many), earliest expiry first.
+-- Takes `cost` tokens (the caller checked there are as many), earliest expiry first. Returns what it took, per
+-- entry, "<grantUs>:<leaseMs>:<nonce>#<units>" (what giving them back to the grantor needs; an entry of an older
+-- version's format names no grant and is left out).
 local function takeTokens(pool, cost)
   local left = cost
+  local took = {}
   while left > 0 do
-    local units = unitsOf(pool.entries[pool.next]) - pool.taken
+    local entry = pool.entries[pool.next]
+    local units = unitsOf(entry) - pool.taken
+    local taken = math.min(units, left)
+    local grant = string.match(entry, '^(%d+:%d+:[^#]+)#%d+$')
+    if grant then took[#took + 1] = grant .. '#' .. taken end
     if units > left then
       pool.taken = pool.taken + left
       left = 0
@@ -149,6 +156,7 @@ local function takeTokens(pool, cost)
       pool.taken = 0
     end
   end
+  return took
 end
 
 -- Writes back what the call took: entries used up go, one used in part keeps what is left.
@@ -191,9 +199,10 @@ end
 
 -- What each job delivered this run spent, so that a job whose processor would start after its tokens expire can
 -- be put back (src/worker/startDeadlines.ts): "<expiry us>!" (the earliest expiry of the tokens it spent: every
--- grant counted them against W + h up to then), then per bucket "<bucket id>$<cost>@" joined by '|' (the buckets
--- whose statistics noted it: lua/lateStartPutBack-n takes the notes back); '' when it spent no leased token.
--- Spent tokens are not given back: the grantor counted them, and a put-back only wastes them.
+-- grant counted them against W + h up to then), then per bucket "<bucket id>$<cost>@^<grant>#<units>,..." joined
+-- by '|' (the buckets whose statistics noted it, which lua/lateStartPutBack-n takes back, and the grants its
+-- tokens came from, which go back to the grantor: the job never started, so they need not count); '' when it
+-- spent no leased token.
 local roomTicketing = { tickets = {}, parts = {}, expiry = {} }
 
 -- A job whose cost cannot be counted ($0: it fails before its processor runs) spends nothing.
@@ -209,8 +218,7 @@ local function spendRoom(pool, fresh, jobId, cost)
     parts = {}
     roomTicketing.parts[jobId] = parts
   end
-  parts[#parts + 1] = pool.bucket.id .. '$' .. cost .. '@'
-  takeTokens(pool, cost)
+  parts[#parts + 1] = pool.bucket.id .. '$' .. cost .. '@^' .. table.concat(takeTokens(pool, cost), ',')
   if pool.units then
     pool.units = pool.units - cost
     local spends = leaseArgs.spends

@@ -1,4 +1,5 @@
 import { ScriptRunner } from '../lua/scripts';
+import type { LateDelivery } from './lateStartTickets';
 import { TakeReply } from './takeNextJobs';
 
 /** What one delivery call asks: a job for each slot's lock token, as the worker named `name`. */
@@ -22,6 +23,8 @@ export interface Delivery {
   take(call: DeliveryCall): Promise<TakeReply>;
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string): Promise<void>;
+  /** A job delivered here did not start in time (src/worker/startDeadlines.ts): what it was counted in stops counting. */
+  giveBackLate(late: LateDelivery): Promise<void>;
   /** The worker is closing; gives back what it holds, through connections still open. */
   stop(runners: StopRunners): Promise<void>;
 }

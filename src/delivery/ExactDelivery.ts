@@ -1,4 +1,7 @@
+import { returnTokensCall } from '../grant/returnTokensCall';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { lateExactReturns, LateDelivery } from './lateStartTickets';
 import { InFlightRelease } from '../worker/inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
@@ -30,6 +33,7 @@ export class ExactDelivery implements Delivery {
     private readonly context: DeliveryContext,
     nodeKey: string,
     private readonly inFlight: InFlightRelease,
+    private readonly keys: ThrottleKeys,
     /** On a Sentinel connection: who vouches for a master that lost its last replica. */
     sentinel?: SentinelVouch,
   ) {
@@ -39,6 +43,14 @@ export class ExactDelivery implements Delivery {
   /** The job's entries in its buckets' in-flight counters go (lua/releaseInFlight-1.lua). */
   jobEnded(jobId: string): Promise<void> {
     return this.inFlight.jobEnded(jobId);
+  }
+
+  /** The windows that counted the job stop counting it (lua/returnTokens-n.lua, in this same slot). */
+  async giveBackLate(late: LateDelivery): Promise<void> {
+    const returns = lateExactReturns(late);
+    if (returns.length === 0) return;
+    const call = returnTokensCall(this.keys, returns);
+    await this.runner().run('returnTokens', call.keys, call.args);
   }
 
   async take(call: DeliveryCall): Promise<TakeReply> {

@@ -70,7 +70,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   logger.info({ queue, delivery: mode, leaseMs: chosenHere ? 'chosen by the worker' : leaseMs }, `${mode} delivery`);
   const call = chosenHere ? () => setup.call(setup.startDeadlineMs()) : () => setup.call(leaseMs);
   const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord, sentinelVouchOf(grantorConnection?.client ?? setup.client));
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), sentinelVouchOf(setup.client)) : new LeasedDelivery({
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), keys, sentinelVouchOf(setup.client)) : new LeasedDelivery({
     queue: setup.runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,

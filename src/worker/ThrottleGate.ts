@@ -28,7 +28,8 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
-import { LateDelivery, StartDeadlines } from './startDeadlines';
+import { LateDelivery } from '../delivery/lateStartTickets';
+import { StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
@@ -377,7 +378,7 @@ export class ThrottleGate implements Gate {
     const late = this.deadlines.lateStart(jobId);
     if (late) {
       const queue = { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
-      returnLateStartInBackground(this.namespaceRunner, this.keys, queue, late, this.options.logger, this.options.queue);
+      returnLateStartInBackground(this.delivery, this.runner, queue, late, this.options.logger, this.options.queue);
     }
     return late;
   }

@@ -1,3 +1,5 @@
+import type { LateDelivery } from '../delivery/lateStartTickets';
+
 /** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
 export const START_DEADLINE_FLOOR_MS = 10;
 export const START_DEADLINE_CEILING_MS = 100;
@@ -21,16 +23,6 @@ export interface StartDeadlineStats {
   readonly started: number;
   /** Jobs put back held because their processor would have started more than h after their delivery. */
   readonly putBack: number;
-}
-
-/** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
-export interface LateDelivery {
-  readonly jobId: string;
-  readonly hMs: number;
-  /** The delivery script's Redis time (us): the tokens were counted then. */
-  readonly grantUs: number;
-  /** What the job was counted in (TakeReply.tickets), '' for nothing. */
-  readonly ticket: string;
 }
 
 interface Delivered { sentAt: number; hMs: number; grantUs: number; ticket: string }

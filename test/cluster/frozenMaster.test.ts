@@ -77,7 +77,7 @@ test('calls answered by a master replaced while frozen: a bare one delivers, exa
       return now && now.port !== master.port ? done(undefined) : notYet(`served by ${now?.port ?? 'nobody'}`);
     }, { timeoutMs: 30_000, intervalMs: 100 });
     bareReply = takeNextJobs(bare, { ...context, tokens: ['a1', 'a2', 'a3'], workerName: '', gen, lateAfterUs: 0 });
-    exactReply = new ExactDelivery(() => confirmed, () => context, queueKeys.node, new InFlightRelease(() => confirmed, queueKeys, pino({ level: 'silent' }))).take({ tokens: ['b1', 'b2', 'b3'], name: '', gen });
+    exactReply = new ExactDelivery(() => confirmed, () => context, queueKeys.node, new InFlightRelease(() => confirmed, queueKeys, pino({ level: 'silent' })), keys).take({ tokens: ['b1', 'b2', 'b3'], name: '', gen });
     exactReply.catch(() => undefined);
     await sleep(200);
   } finally {

@@ -118,7 +118,7 @@ test('a master frozen while its only replica was promoted: a bare call on it del
   // one was promoted.
   const vouch = new SentinelVouch({ sentinels: () => setup.sentinels, name: setup.name, connection: {} });
   const bareJobs = (await takeNextJobs(bare, { ...context, tokens: ['a1', 'a2', 'a3'], workerName: '', gen, lateAfterUs: 0 })).jobs;
-  const exact = await new ExactDelivery(() => confirmed, () => context, queueKeys.node, new InFlightRelease(() => confirmed, queueKeys, pino({ level: 'silent' })), vouch)
+  const exact = await new ExactDelivery(() => confirmed, () => context, queueKeys.node, new InFlightRelease(() => confirmed, queueKeys, pino({ level: 'silent' })), keys, vouch)
     .take({ tokens: ['b1', 'b2', 'b3'], name: '', gen })
     .then((reply: TakeReply) => reply, (error: unknown) => error);
   process.stderr.write(`one replica, frozen master: bare call ${bareJobs.length} jobs delivered by the deposed master; exact delivery: ${exact instanceof Error ? exact.message : `${(exact as TakeReply).jobs.length} jobs`}\n`);

@@ -142,13 +142,17 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
-  it('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3', async () => {
-    const queue = bed.queue('hourly');
+  it.each([
+    // Delivered together; each start holds the loop for holdMs, so with h = leaseMs the ones behind it come too late.
+    { mode: 'exact', leaseMs: 5, holdMs: 25, grantor: false },
+    // The grantor option makes delivery leased: the job's tokens go back to the grantor, to be leased again.
+    { mode: 'leased', leaseMs: 30, holdMs: 60, grantor: true },
+  ])('a job put back for starting late gives back its room: a limit of 3 per hour still runs 3 ($mode delivery)', async ({ mode, leaseMs, holdMs, grantor }) => {
+    const queue = bed.queue(`hourly-${mode}`);
     await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'call', data: { i } })));
     const starts: Start[] = [];
-    // Delivered together; each start holds the loop 25 ms, so with h = 5 ms the ones behind it come too late.
-    const worker: ThrottledWorker = bed.worker('hourly', startRecorder(starts, () => 25), {
-      concurrency: 3, leaseMs: 5, throttles: [Throttle.named('api').limit(3, '1h')],
+    const worker: ThrottledWorker = bed.worker(`hourly-${mode}`, startRecorder(starts, () => holdMs), {
+      concurrency: 3, leaseMs, throttles: [Throttle.named('api').limit(3, '1h')], ...(grantor ? { grantor: { connection: testRedisUrl() } } : {}),
     });
     await waitFor(async () => (await queue.getCompletedCount()) === 3, 20_000, 'all 3 completed within the hour\'s 3');
     expect(worker.startDeadline.putBack).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ScriptRunner } from '../../lua/scripts';
+import { lateLeasedReturns, LateDelivery } from '../lateStartTickets';
 import { Delivery, DeliveryCall, StopRunners } from '../Delivery';
 import { DeliveryContext } from '../ExactDelivery';
 import { TakeReply } from '../takeNextJobs';
@@ -186,6 +187,12 @@ export class LeasedDelivery implements Delivery {
         this.context.report('renewing concurrency holds', error);
       })
       .finally(() => { this.leasing = undefined; });
+  }
+
+  /** The grants a late job's tokens came from take them back: the job never started, so they need not count. */
+  async giveBackLate(late: LateDelivery): Promise<void> {
+    const groups = lateLeasedReturns(late);
+    if (groups.length > 0) await returnLeasedTokens(this.context.grantor(), groups);
   }
 
   private giveBack(groups: readonly ReturnGroup[]): void {

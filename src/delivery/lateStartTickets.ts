@@ -1,0 +1,87 @@
+import { decodeSegment } from '../keys/keyEncoding';
+import { ReturnedGrant } from '../grant/returnTokensCall';
+import type { ReturnGroup } from './leased/takeLeasedJobs';
+
+/** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
+export interface LateDelivery {
+  readonly jobId: string;
+  readonly hMs: number;
+  /** The delivery script's Redis time (us): the tokens were counted then. */
+  readonly grantUs: number;
+  /** What the job was counted in (TakeReply.tickets), '' for nothing. */
+  readonly ticket: string;
+}
+
+/** One bucket a ticket names: what the job spent there. */
+interface TicketBucket {
+  readonly bucketId: string;
+  readonly name: string;
+  readonly bucket: string;
+  readonly cost: number;
+  /** Exact delivery: the windows (ms) that counted the job (none for a rate or a concurrency alone). */
+  readonly windows: number[];
+  /** Leased delivery: the grants its tokens came from, "<grantUs>:<leaseMs>:<nonce>#<units>". */
+  readonly grants: string[];
+}
+
+/**
+ * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!"): per bucket "<bucket id>$<cost>@<windows>"
+ * (exact, windows joined by ',') or "<bucket id>$<cost>@^<grants>" (leased, grants joined by ','), joined by '|'.
+ * Bucket ids are encoded (src/keys/keyEncoding.ts): '|', '$', '@', '^' and ',' never occur in them.
+ */
+export function bucketsOfTicket(ticket: string): TicketBucket[] {
+  return ticket.split('|').filter(Boolean).map((part) => {
+    const at = part.lastIndexOf('@');
+    const dollar = part.lastIndexOf('$', at);
+    const bucketId = part.slice(0, dollar);
+    const eq = bucketId.indexOf('=');
+    const [windows, grants = ''] = part.slice(at + 1).split('^');
+    return {
+      bucketId,
+      name: decodeSegment(bucketId.slice(0, eq)),
+      bucket: bucketId.slice(eq + 1),
+      cost: Number(part.slice(dollar + 1, at)),
+      windows: windows.split(',').filter(Boolean).map(Number),
+      grants: grants.split(',').filter(Boolean),
+    };
+  });
+}
+
+/** Exact delivery: the windows that counted a late job, to stop counting it (lua/returnTokens-n.lua). */
+export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
+  return bucketsOfTicket(late.ticket).filter((b) => b.windows.length > 0).map((b) => ({
+    name: b.name,
+    bucket: b.bucket,
+    nonce: `late.${late.jobId}.${late.grantUs}`,
+    grantUs: late.grantUs,
+    leaseMs: late.hMs,
+    count: b.cost,
+    windows: b.windows,
+  }));
+}
+
+/**
+ * Leased delivery: the grantor's grants a late job's tokens came from, to give back (lua/returnLeasedTokens-1.lua).
+ * Each return names the job and its delivery, so that it is taken once, and never for another job's tokens.
+ */
+export function lateLeasedReturns(late: LateDelivery): ReturnGroup[] {
+  return bucketsOfTicket(late.ticket).flatMap((b) => b.grants.map((grant) => {
+    const [grantUs, leaseMs, rest] = splitGrant(grant);
+    const hash = rest.lastIndexOf('#');
+    return {
+      bucketId: b.bucketId,
+      grantUs: Number(grantUs),
+      leaseMs: Number(leaseMs),
+      nonce: `${rest.slice(0, hash)}/l.${late.jobId}.${late.grantUs}`,
+      count: Number(rest.slice(hash + 1)),
+    };
+  }));
+}
+
+/** "<grantUs>:<leaseMs>:<nonce>#<units>" -> its grant time, lease and the rest. */
+function splitGrant(grant: string): [string, string, string] {
+  const first = grant.indexOf(':');
+  const second = grant.indexOf(':', first + 1);
+  return [grant.slice(0, first), grant.slice(first + 1, second), grant.slice(second + 1)];
+}
+
