@@ -29,7 +29,7 @@ import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
-import { StartDeadlines } from './startDeadlines';
+import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
 import { SlotRequests } from './slotRequests';
@@ -405,7 +405,7 @@ export class ThrottleGate implements Gate {
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
     // Leased delivery's deadline is each job's tokens' expiry, h after the request that leased them (fixed).
     const own = this.options.leaseMs;
-    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own);
+    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own, () => startDeadlineCeilingMs(this.lifecycle.config?.throttles ?? []));
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }

@@ -1,8 +1,11 @@
 import type { LateDelivery } from '../delivery/lateStartTickets';
+import type { Limit } from '../declarations/Limit';
 
 /** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
 export const START_DEADLINE_FLOOR_MS = 10;
 export const START_DEADLINE_CEILING_MS = 100;
+/** h is at most this share of the shortest window the worker's throttles count: it costs a sustained N / (W + h). */
+const WINDOW_SHARE = 5;
 /** h before enough processors have started to measure how long a start takes. */
 const INITIAL_MS = 50;
 /** The chosen h covers the p99 of the latest starts' ages with this much to spare. */
@@ -12,6 +15,16 @@ const SAMPLES = 1000;
 const CHOOSE_EVERY = 100;
 /** A delivery whose processor has not started this long after is forgotten (far past any h). */
 const FORGET_AFTER_MS = 60_000;
+
+/**
+ * The longest h a worker chooses for these throttles: the ceiling, or a fifth of their shortest window when
+ * that is shorter, so that a 100 ms window sustains at least 5/6 of N/W rather than half of it; never below the floor.
+ */
+export function startDeadlineCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
+  let shortest = Infinity;
+  for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
+  return Math.max(START_DEADLINE_FLOOR_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
+}
 
 /** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
 export interface StartDeadlineStats {
@@ -50,14 +63,17 @@ export class StartDeadlines {
   private swept = 0;
   private putBackCount = 0;
 
-  /** `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here. */
-  constructor(private readonly fixedMs: number | undefined) {
+  /**
+   * `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here, at
+   * most `ceilingMs()` (startDeadlineCeilingMs of the worker's throttles as they are now).
+   */
+  constructor(private readonly fixedMs: number | undefined, private readonly ceilingMs: () => number = () => START_DEADLINE_CEILING_MS) {
     this.chosenMs = fixedMs ?? INITIAL_MS;
   }
 
   /** The h a delivery call sent now carries. */
   currentMs(): number {
-    return this.chosenMs;
+    return this.fixedMs === undefined ? Math.min(this.chosenMs, this.ceilingMs()) : this.chosenMs;
   }
 
   /**
@@ -105,7 +121,7 @@ export class StartDeadlines {
   }
 
   stats(): StartDeadlineStats {
-    return { hMs: this.chosenMs, adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount };
+    return { hMs: this.currentMs(), adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount };
   }
 
   /**
@@ -128,6 +144,6 @@ export class StartDeadlines {
     this.sinceChosen = 0;
     const sorted = [...this.ages].sort((a, b) => a - b);
     const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))];
-    this.chosenMs = Math.min(START_DEADLINE_CEILING_MS, Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(p99 * HEADROOM)));
+    this.chosenMs = Math.min(this.ceilingMs(), Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(p99 * HEADROOM)));
   }
 }

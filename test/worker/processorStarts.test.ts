@@ -142,6 +142,20 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
+  it('leaseMs auto with a 100 ms window: h stays within a fifth of it, and starts within the limit', async () => {
+    const queue = bed.queue('short');
+    await queue.addBulk(Array.from({ length: 300 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    const worker: ThrottledWorker = bed.worker('short', startRecorder(starts), { concurrency: 20, throttles: [Throttle.named('api').limit(30, '100ms')] });
+    await waitFor(async () => (await queue.getCompletedCount()) === 300, 60_000, 'every job completed');
+    expect(worker.startDeadline.adaptive).toBe(true);
+    expect(worker.startDeadline.hMs).toBeGreaterThanOrEqual(10);
+    expect(worker.startDeadline.hMs).toBeLessThanOrEqual(20);
+    expect(starts).toHaveLength(300);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 100)).toBeLessThanOrEqual(30);
+    expect(mostInAnyWindow(starts.map((s) => s.processedOn), 100)).toBeLessThanOrEqual(30);
+  }, 90_000);
+
   it.each([
     // Delivered together; each start holds the loop for holdMs, so with h = leaseMs the ones behind it come too late.
     { mode: 'exact', leaseMs: 5, holdMs: 25, grantor: false },
