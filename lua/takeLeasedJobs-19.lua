@@ -42,7 +42,7 @@
   "<expiry us>!<bucket id>$<cost>@^<grantUs>:<leaseMs>:<nonce>#<units>,...|...", '' when it spent no leased token
     node: this node's identity (the next deposits name it)
     expired: tokens found expired in this call (refused deposits included); class_i: a class waiting for
-    tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua).
+    tokens, with its held jobs, or a bucket to refill ahead ("<gen>/<bucket id>", includes/leasedRoom) with -1; return groups: tokens to give back to the grantor (lua/returnLeasedTokens-1.lua): deposits not kept (nonce "<nonce>/x") and tokens that expired unspent in a pool ("<nonce>/e").
 ]]
 local rcall = redis.call
 
@@ -171,6 +171,7 @@ if wantsLimit > 0 then
     end
   end
 end
+for _, field in ipairs(leaseArgs.expiredReturns) do returns[#returns + 1] = field end
 lease[#lease + 1] = #returns / 5
 for _, field in ipairs(returns) do lease[#lease + 1] = field end
 local spends = leaseArgs.spends

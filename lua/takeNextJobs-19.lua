@@ -69,8 +69,9 @@
     (0: it has, or there is none); refused_i: the positions (1..K) of tokens whose completion was refused,
     which got no job; job_i: the job hash as HGETALL pairs, locked with the i-th token not refused.
     With leaseMs > 0, one more element: { ticket_1, ..., ticket_n }, what job_i was counted in, per bucket
-    "<bucket id>$<cost>@<window ms>,..." joined by '|' ('' for none), for a job that does not start in time to
-    give back (lua/returnTokens-n.lua, src/worker/startDeadlines.ts).
+    "<bucket id>$<cost>@<window ms>,..." joined by '|' ('' for none), after "<H ms>#" when a rate's lease H
+    shortens the job's deadline, for a job that does not start in time to give back (lua/returnTokens-n.lua,
+    src/worker/startDeadlines.ts).
 ]]
 local rcall = redis.call
 

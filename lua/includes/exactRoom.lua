@@ -52,12 +52,14 @@ local inFlightJobs = {}
 -- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
 -- that a job whose processor would start too late can give it back (src/worker/startDeadlines.ts): per bucket
 -- "<bucket id>$<cost>@<window ms>,...", joined by '|', every bucket the job was noted in (lua/lateStartPutBack-n
--- takes the notes back), the windows empty where none counted it; '' when no window counted the job (it has no
--- deadline). Rates keep what they granted (includes/rateCounter says why), and concurrency returns as the job
--- ends, so neither is named.
--- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts and windowed by job,
--- delivered().
-local roomTicketing = { tickets = {}, parts = {}, windowed = {} }
+-- takes the notes back), the windows empty where none counted it; '' when no window and no rate with a lease
+-- counted the job (it has no deadline). A rate granted with lease H (its rh, includes/rateCounter) keeps its
+-- invariant only for tokens spent within H of their grant: when H is shorter than the call's h, the ticket
+-- starts "<H ms>#" (the job's deadline; '#' never occurs in a bucket id). Rates keep what they granted
+-- (includes/rateCounter says why), and concurrency returns as the job ends, so neither is given back.
+-- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts, windowed and the
+-- rates' deadline (rateH) by job, delivered().
+local roomTicketing = { tickets = {}, parts = {}, windowed = {}, rateH = {} }
 
 local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
@@ -72,6 +74,12 @@ local function spendRoom(counters, fresh, jobId, cost)
     end
     parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',')
     if #counters > 0 then roomTicketing.windowed[jobId] = true end
+    local rate = counters.rate
+    if rate and rate.leaseMs > 0 then
+      roomTicketing.windowed[jobId] = true
+      local h = roomTicketing.rateH[jobId]
+      if h == nil or rate.leaseMs < h then roomTicketing.rateH[jobId] = rate.leaseMs end
+    end
   end
   local inFlight = counters.inFlight
   -- A job whose cost cannot be counted (0: it fails before its processor runs) holds no slot.
@@ -112,5 +120,7 @@ function roomTicketing.delivered(jobId)
   -- Without a deadline (h 0) nothing reads tickets: the delivery script does no more than it did.
   if exactRoomContext.leaseMs <= 0 then return end
   local parts = roomTicketing.windowed[jobId] and roomTicketing.parts[jobId]
-  roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and table.concat(parts, '|') or ''
+  local rateH = roomTicketing.rateH[jobId]
+  local deadline = (rateH and rateH < exactRoomContext.leaseMs) and (rateH .. '#') or ''
+  roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and (deadline .. table.concat(parts, '|')) or ''
 end

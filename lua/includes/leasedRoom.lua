@@ -41,7 +41,8 @@
   Rule 1 of leases holds here: a token expires h (the lease) after the delivery script reply that preceded
   the worker's request for it, read on this node's clock (depositTokens stores that expiry), and a token past
   it is never spent: every pool is swept of expired tokens before it is read, and the sweep is counted as
-  tokens expired. The grantor counted each token against W + h when it granted it, after the request left,
+  tokens expired, and returned to the grantor (never spent, they need not count there: a limit of 3 per hour
+  loses nothing to a worker too busy to spend its tokens in time). The grantor counted each token against W + h when it granted it, after the request left,
   so a token spent here was spent within h of its grant: at most N in any window of W (rule 2).
   A pool's key expires a while after its last token (so that a sweep still counts those that expired).
 
@@ -62,7 +63,9 @@ local leasedContext
 -- Set by the including script: the refill mark (its ARGV) and the queue's config generation.
 -- concurrent: encoded names of the throttles with a concurrency; free: bucket id -> units of it the calling
 -- worker holds and has free (lent to this call); spends: { job id, { bucket id, units, ... } } spent here.
-local leaseArgs = { refillBelow = 0, gen = '', concurrent = {}, free = {}, spends = {} }
+-- expiredReturns: tokens that expired unspent in a pool, as return groups of 5 (bucket id, grantUs, leaseMs,
+-- "<nonce>/e", units): never spent, and out of the pool, they go back to the grantor.
+local leaseArgs = { refillBelow = 0, gen = '', concurrent = {}, free = {}, spends = {}, expiredReturns = {} }
 local LEASED_ROOM = {
   -- A class waiting for tokens with no word from the grantor looks again after this long (the worker's
   -- lease request normally answers first, and its deposit wakes the class).
@@ -120,7 +123,18 @@ local function roomSource(bucket)
   local expired = rcall('ZRANGEBYSCORE', key, '-inf', nowArg)
   if #expired > 0 then
     local units = 0
-    for _, entry in ipairs(expired) do units = units + unitsOf(entry) end
+    local returns = leaseArgs.expiredReturns
+    for _, entry in ipairs(expired) do
+      units = units + unitsOf(entry)
+      local grantUs, leaseMs, nonce, left = string.match(entry, '^(%d+):(%d+):([^#]+)#(%d+)$')
+      if grantUs then
+        returns[#returns + 1] = bucket.id
+        returns[#returns + 1] = grantUs
+        returns[#returns + 1] = leaseMs
+        returns[#returns + 1] = nonce .. '/e'
+        returns[#returns + 1] = left
+      end
+    end
     noteExpired(bucket.name, units)
     rcall('ZREMRANGEBYSCORE', key, '-inf', nowArg)
   end

@@ -8,7 +8,8 @@
 
   Invariant: in any window of length t, at most burst + n * t / per granted tokens are spent, when each is
   spent within H of its grant (H: the longest lease of a worker that declares the throttle in leased
-  delivery, published with the limits as rh; 0 when every queue delivers exactly, spending as it grants).
+  delivery, or the start deadline an exact worker keeps on the rate, published with the limits as rh: src/
+  worker/queueConfig.ts; 0 when every queue delivers exactly without one, spending as it grants).
   Why it holds: take the M tokens granted from the first (j) to the last (i) of those spent in [a, a + t).
   Each grant adds T to TAT, and TAT before j is at least g_j, so after i it is at least g_j + M * T; i was
   allowed, so that is at most g_i + tau + T. Since g_i <= s_i < a + t and g_j >= s_j - H >= a - H,
@@ -25,17 +26,17 @@
 --- @include "bucketIndexes"
 local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate
 do
--- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs }.
+-- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs, leaseMs }.
 function rateOf(text, leaseMs)
   local n, perMs, burst = string.match(text, '^(%d+) (%d+) (%d+)$')
   local T = tonumber(perMs) * 1000 / tonumber(n)
-  return { T = T, toleranceUs = (tonumber(burst) - 1) * T - leaseMs * 1000, fillMs = math.ceil(tonumber(burst) * T / 1000) }
+  return { T = T, toleranceUs = (tonumber(burst) - 1) * T - leaseMs * 1000, fillMs = math.ceil(tonumber(burst) * T / 1000), leaseMs = leaseMs }
 end
 
 -- statsBase, bucket: the throttle's base and the bucket's segment, for its indexes (false: none kept).
 function loadRate(key, rate, nowUs, statsBase, bucket)
   local tat = tonumber(rcall('GET', key)) or 0
-  return { key = key, T = rate.T, tolerance = rate.toleranceUs, tat = tat, nowUs = nowUs, dirty = false, statsBase = statsBase or false, bucket = bucket }
+  return { key = key, T = rate.T, tolerance = rate.toleranceUs, leaseMs = rate.leaseMs, tat = tat, nowUs = nowUs, dirty = false, statsBase = statsBase or false, bucket = bucket }
 end
 
 local function base(counter)

@@ -21,9 +21,9 @@ export interface EffectiveThrottle {
   /** The cost every declaration gives (they must agree). */
   readonly costSpec?: CostSpec;
   /**
-   * The longest lease (ms) of a worker in leased delivery that declares this throttle: a rate's tokens are
-   * granted that much short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged
-   * from declarations alone.
+   * The longest lease (ms) of a worker in leased delivery that declares this throttle, or start deadline an
+   * exact worker keeps on its rate (validateLimits' rateStartDeadlineMs): a rate's tokens are granted that much
+   * short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged from declarations alone.
    */
   readonly rateLeaseMs: number;
   /** How many declarations were combined. */

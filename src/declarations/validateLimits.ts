@@ -96,3 +96,17 @@ export function checkRateLease(throttle: string, rate: Rate, leaseMs: number): v
     `Throttle '${throttle}': ${describeRate(rate)} cannot be kept in leased delivery with leaseMs ${leaseMs}: a leased token may be spent up to ${leaseMs} ms after its grant, so the burst must cover what the rate grants meanwhile. Raise burst to at least ${leastBurst}, ${lease}.`,
   );
 }
+
+/** Below this, a start deadline is too short to keep: a rate whose burst leaves less is kept at processedOn. */
+const SHORTEST_RATE_DEADLINE_MS = 10;
+
+/**
+ * The start deadline an exact worker whose deadline is `deadlineMs` (0: none) keeps on this rate: processors
+ * start up to that long after their grant, which the burst must cover (lua/includes/rateCounter.lua's H); so at
+ * most (burst - 1) * perMs / n, and 0 (the rate kept at processedOn) when that is under 10 ms: a rate of burst 1.
+ */
+export function rateStartDeadlineMs(rate: Rate, deadlineMs: number): number {
+  const most = Math.floor(((rate.burst - 1) * rate.perMs) / rate.n);
+  if (deadlineMs <= 0 || most < SHORTEST_RATE_DEADLINE_MS) return 0;
+  return Math.min(deadlineMs, most);
+}

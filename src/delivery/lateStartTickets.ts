@@ -5,7 +5,10 @@ import type { ReturnGroup } from './leased/takeLeasedJobs';
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {
   readonly jobId: string;
+  /** The lease it was counted with (h of its delivery call). */
   readonly hMs: number;
+  /** By when it had to start after its delivery (ms): h, or a rate's shorter lease. */
+  readonly deadlineMs: number;
   /** The delivery script's Redis time (us): the tokens were counted then. */
   readonly grantUs: number;
   /** What the job was counted in (TakeReply.tickets), '' for nothing. */

@@ -5,8 +5,8 @@
  * when its buckets have room.
  */
 export class LateStartError extends Error {
-  constructor(jobId: string | undefined, hMs: number) {
-    super(`job ${jobId ?? '(no id)'} was not started: its processor would have started more than h = ${hMs} ms after its delivery; it is held again`);
+  constructor(jobId: string | undefined, deadlineMs: number) {
+    super(`job ${jobId ?? '(no id)'} was not started: its processor would have started more than ${deadlineMs} ms (its start deadline) after its delivery; it is held again`);
     this.name = new.target.name;
   }
 }

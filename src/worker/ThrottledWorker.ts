@@ -169,7 +169,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    */
   protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
     const late = this.gate.lateStart(job.id);
-    if (late) return Promise.reject(new LateStartError(job.id, late.hMs));
+    if (late) return Promise.reject(new LateStartError(job.id, late.deadlineMs));
     return super.callProcessJob(job, token, signal);
   }
 

@@ -52,7 +52,7 @@ function describeCapacity(throttle: EffectiveThrottle, capacity: number): string
   if (throttle.tokenRate && rateCapacity(throttle) === capacity) {
     return throttle.tokenRate.burst === capacity
       ? `burst ${capacity} of its rate`
-      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeaseMs} ms lease of leased delivery`;
+      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeaseMs} ms a token may be spent after its grant (leaseMs)`;
   }
   return `concurrency ${capacity}`;
 }

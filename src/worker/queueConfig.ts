@@ -4,7 +4,7 @@ import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { luaClassSpec } from './luaClassSpec';
-import { checkRateLease } from '../declarations/validateLimits';
+import { checkRateLease, rateStartDeadlineMs } from '../declarations/validateLimits';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
@@ -47,9 +47,13 @@ export function effectiveThrottle(entries: readonly RegistryEntry[], name: strin
   const declaring = entriesDeclaring(entries, name);
   const merged = mergeDeclarations(declaring.flatMap((entry) => entry.declarations.filter((d) => d.name === name)));
   if (!merged.tokenRate) return merged;
-  const rateLeaseMs = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
-  checkRateLease(name, merged.tokenRate, rateLeaseMs);
-  return Object.freeze({ ...merged, rateLeaseMs });
+  const leased = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
+  checkRateLease(name, merged.tokenRate, leased);
+  // An exact worker's processors start up to its start deadline after their grant: the rate is granted that much
+  // short of its burst too, as far as the burst allows (a throttle with a cost keeps its whole burst for costly
+  // jobs, and is kept at processedOn).
+  const exact = merged.costSpec ? 0 : Math.max(0, ...declaring.filter((e) => e.delivery !== 'leased').map((e) => rateStartDeadlineMs(merged.tokenRate!, e.leaseMs ?? 0)));
+  return Object.freeze({ ...merged, rateLeaseMs: Math.max(leased, exact) });
 }
 
 /** The registry's entries for one queue: its name under its bullmq prefix. */

@@ -38,7 +38,8 @@ export interface StartDeadlineStats {
   readonly putBack: number;
 }
 
-interface Delivered { sentAt: number; hMs: number; grantUs: number; ticket: string }
+/** hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start. */
+interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string }
 
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
@@ -83,9 +84,17 @@ export class StartDeadlines {
   delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
     if (hMs <= 0) return;
     this.sweep(sentAt);
-    // Only a window counts a delivery for W + h: a job no window counted (a rate, a concurrency, no throttle)
-    // gains nothing from a deadline, and putting it back would waste a rate's token (rates keep what they grant).
-    jobIds.forEach((id, i) => { if (tickets[i]) this.pending.set(id, { sentAt, hMs, grantUs, ticket: tickets[i] }); });
+    // Only a window (counting for W + h) or a rate granted with a lease (its rh) needs the deadline: a job counted
+    // by neither (a concurrency, a rate without a lease, no throttle) gains nothing from it, and putting it back
+    // would waste a rate's token (rates keep what they grant). A rate whose lease is shorter than h names it
+    // first ("<H>#"), and the job must start within that.
+    jobIds.forEach((id, i) => {
+      const ticket = tickets[i];
+      if (!ticket) return;
+      const sharp = ticket.indexOf('#');
+      if (sharp < 0) this.pending.set(id, { sentAt, hMs, deadlineMs: hMs, grantUs, ticket });
+      else this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, Number(ticket.slice(0, sharp))), grantUs, ticket: ticket.slice(sharp + 1) });
+    });
   }
 
   /**
@@ -101,7 +110,8 @@ export class StartDeadlines {
       const bang = ticket ? ticket.indexOf('!') : -1;
       if (bang < 0) return;
       const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
-      this.pending.set(id, { sentAt, hMs: Math.max(0, leftMs), grantUs: nowUs, ticket: ticket.slice(bang + 1) });
+      const deadlineMs = Math.max(0, leftMs);
+      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1) });
     });
   }
 
@@ -112,9 +122,9 @@ export class StartDeadlines {
     this.pending.delete(jobId!);
     const age = now - delivery.sentAt;
     this.sample(age);
-    if (age > delivery.hMs) {
+    if (age > delivery.deadlineMs) {
       this.putBackCount++;
-      return { jobId: jobId!, hMs: delivery.hMs, grantUs: delivery.grantUs, ticket: delivery.ticket };
+      return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket };
     }
     this.startedCount++;
     return undefined;

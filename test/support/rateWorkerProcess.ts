@@ -6,14 +6,15 @@ interface RateConfig { n: number; per: string; burst: number }
 const config = JSON.parse(process.env.RATE_WORKER ?? '{}') as {
   url: string; prefix: string; queue: string; runMs: number; concurrency: number; shared: RateConfig; perCustomer?: RateConfig; processMs?: number;
 };
-const deliveries: { processedOn: number; customer: string }[] = [];
+const deliveries: { processedOn: number; startedAt: number; customer: string }[] = [];
 const throttles = [Throttle.named('rated').rate(config.shared.n, config.shared.per, { burst: config.shared.burst })];
 if (config.perCustomer) {
   const { n, per, burst } = config.perCustomer;
   throttles.push(Throttle.named('rated-per-customer').key([Key.data('customer')]).rate(n, per, { burst }));
 }
 const worker = new ThrottledWorker(config.queue, async (job) => {
-  deliveries.push({ processedOn: job.processedOn!, customer: job.data.customer });
+  // The moment the processor starts, on this machine's clock (every process of the test shares it), sub-ms.
+  deliveries.push({ processedOn: job.processedOn!, startedAt: performance.timeOrigin + performance.now(), customer: job.data.customer });
   if (config.processMs) await new Promise((resolve) => setTimeout(resolve, Math.random() * config.processMs!));
 }, { connection: connectionFor(config.url), prefix: config.prefix, concurrency: config.concurrency, throttles });
 setTimeout(async () => {

@@ -169,7 +169,10 @@ describe('processor starts, with a start deadline', () => {
       concurrency: 3, leaseMs, throttles: [Throttle.named('api').limit(3, '1h')], ...(grantor ? { grantor: { connection: testRedisUrl() } } : {}),
     });
     await waitFor(async () => (await queue.getCompletedCount()) === 3, 20_000, 'all 3 completed within the hour\'s 3');
-    expect(worker.startDeadline.putBack).toBeGreaterThan(0);
+    // In leased delivery the busy loop may also make leased tokens expire in the pool before a call spends them:
+    // those go back too (lua/includes/leasedRoom.lua), and whether a job was delivered before they expired
+    // (then put back) depends on how the calls fell. Either way nothing of the hour's 3 is lost.
+    if (mode === 'exact') expect(worker.startDeadline.putBack).toBeGreaterThan(0);
     expect(starts).toHaveLength(3);
   }, 30_000);
 });
