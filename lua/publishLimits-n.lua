@@ -13,7 +13,8 @@
     ARGV[3] '1' to publish even so (the registry's version went back: its keys were lost or deleted)
     ARGV[4..]  per throttle (in KEYS order): count of fields, then field, value pairs: window ms -> N,
                and for a rate r -> "n perMs burst" and rh -> H, the longest lease (ms) of a worker in
-               leased delivery declaring it (includes/rateCounter), and for a concurrency c -> n
+               leased delivery declaring it, or start deadline an exact worker keeps on it (src/worker/
+               queueConfig.ts, includes/rateCounter), and for a concurrency c -> n
                (includes/inFlightCounter)
 
   A throttle paused (<throttle base>:paused exists, includes/throttlePauses) keeps its limits' field p.
