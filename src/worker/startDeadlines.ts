@@ -5,7 +5,9 @@ import type { Limit } from '../declarations/Limit';
 export const START_DEADLINE_FLOOR_MS = 10;
 export const START_DEADLINE_CEILING_MS = 100;
 /** h is at most this share of the shortest window the worker's throttles count: it costs a sustained N / (W + h). */
-const WINDOW_SHARE = 5;
+const WINDOW_SHARE = 20;
+/** ...but the ceiling is never below this: shorter, most starts on a busy machine come too late and go back. */
+const SHORT_WINDOW_CEILING_MS = 20;
 /** h before enough processors have started to measure how long a start takes. */
 const INITIAL_MS = 50;
 /** The chosen h covers the p99 of the latest starts' ages with this much to spare. */
@@ -17,13 +19,14 @@ const CHOOSE_EVERY = 100;
 const FORGET_AFTER_MS = 60_000;
 
 /**
- * The longest h a worker chooses for these throttles: the ceiling, or a fifth of their shortest window when
- * that is shorter, so that a 100 ms window sustains at least 5/6 of N/W rather than half of it; never below the floor.
+ * The longest h a worker chooses for these throttles: the ceiling, or a twentieth of their shortest window when
+ * that is shorter (a 1 s window sustains at least 0.95 of N/W), but at least 20 ms (a 100 ms window sustains
+ * 5/6 of it rather than half, and fewer of its jobs go back for starting late than with h 10 ms).
  */
 export function startDeadlineCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
   let shortest = Infinity;
   for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
-  return Math.max(START_DEADLINE_FLOOR_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
+  return Math.max(SHORT_WINDOW_CEILING_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
 }
 
 /** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
