@@ -18,7 +18,8 @@
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] h, the lease (ms)
     ARGV[3]  the asking queue's id (prefix:queue)   ARGV[4] '1' when Redis keeps acknowledged writes (durableRedis)
     ARGV[5]  the asking worker's id (the holder of its concurrency units)   ARGV[6] a hold's lifetime (ms)
-    ARGV[7]  F, then F pairs: bucket id, units of the bucket's concurrency the worker holds and has free
+    ARGV[7]  the grantor's node identity the worker saw recorded ('' for none: includes/nodeIdentity)
+    ARGV[8]  F, then F pairs: bucket id, units of the bucket's concurrency the worker holds and has free
     then     D, then per delivery: n wanted, refill ('1': leased ahead for a flowing class), c, then c buckets
              as a class names them ("<encoded throttle>=<bucket>", followed by "$<cost>" for a cost other than 1)
   A bucket with a concurrency (concurrency(n)) has room for what its jobs in flight and the holds of leased
@@ -53,8 +54,8 @@ local throttlePrefix, leaseMs, queueId, durable = ARGV[1], tonumber(ARGV[2]), AR
 local holder, holdMs = ARGV[5], tonumber(ARGV[6])
 -- Units of concurrency the worker holds already and has free, by bucket: a grant uses those first.
 local credit = {}
-local at = 8
-for _ = 1, tonumber(ARGV[7]) do
+local at = 9
+for _ = 1, tonumber(ARGV[8]) do
   credit[ARGV[at]] = tonumber(ARGV[at + 1])
   at = at + 2
 end
@@ -62,7 +63,7 @@ local deliveries = tonumber(ARGV[at])
 at = at + 1
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
-noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false)
+noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false, ARGV[7])
 local gather = gatherState(throttlePrefix, nowMs, queueId)
 if gather then
   local reply = { now, gather == 'report' and 1 or 2 }

@@ -51,6 +51,8 @@
              writes); see includes/recoveryHold
     ARGV[14+K] when this call is too late to count a delivery (us, this node's clock, from the caller's last
              reply and the time since; 0: no limit): see includes/exactRoom
+    ARGV[15+K] the namespace's node identity the worker saw recorded ('' for none): a node with no record
+             where the worker saw one lost it, and holds as after a restart (includes/nodeIdentity)
     (test builds read one more trailing ARGV, a clock offset in ms)
     bullmq 5 only: the paused list (where promoted delayed jobs go while paused), composed from ARGV[1]
 

@@ -74,7 +74,7 @@ describe('concurrency holds, property (grantor scripts against a model)', () => 
             continue;
           }
           // A grant: the worker's free units go first (while its hold lives; a worker whose hold lapsed has none).
-          const asker = { queueId: `${prefix}:q`, leaseMs: 100, durableRedis: false, holder: WORKERS[step.worker], holdMs: HOLD_MS, credit: [[BUCKET, w.held - w.inUse] as const].filter(([, u]) => u > 0) };
+          const asker = { queueId: `${prefix}:q`, leaseMs: 100, durableRedis: false, holder: WORKERS[step.worker], holdMs: HOLD_MS, credit: [[BUCKET, w.held - w.inUse] as const].filter(([, u]) => u > 0), knownNodeId: '' };
           const answer = await leaseTokens(grantor, asker, [{ member: `g/${BUCKET}`, buckets: [step.cost === 1 ? BUCKET : `${BUCKET}$${step.cost}`], count: step.count, refill: false }]);
           expect(answer.status).toBe('decided');
           const nowMs = Math.floor(answer.grantUs / 1000);

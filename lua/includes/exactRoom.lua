@@ -26,7 +26,8 @@ local exactRoomContext
 local function initRoom(ctx)
   exactRoomContext = ctx
   ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
-  noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true)
+  -- ARGV[15 + K] (lua/takeNextJobs-19.lua): the namespace's node identity the worker saw recorded.
+  noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true, ARGV[15 + K])
 end
 
 local function roomSource(bucket)

@@ -52,11 +52,12 @@ local function queueIdOf(entry)
 end
 
 -- Call once per script, before any counter is read. exactHere: the caller counts deliveries on this node
--- itself (exact delivery), so what it counted may be lost with the node.
-function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere)
+-- itself (exact delivery), so what it counted may be lost with the node. knownId: the node identity the caller
+-- saw recorded before (includes/nodeIdentity), if any.
+function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere, knownId)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
-  local seen = checkNodeIdentity(recordKey, nowMs)
+  local seen = checkNodeIdentity(recordKey, nowMs, knownId)
   -- Exact delivery without a lease (the usual case) has no lease to record: read hmax only when it matters,
   -- so that a delivery call pays no command for it.
   local hmax = 0

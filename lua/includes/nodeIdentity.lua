@@ -16,12 +16,15 @@ local function nodeIdentity()
 end
 
 -- 'same', 'first' (no identity was recorded: a new namespace) or 'changed'; records the node seen now.
-local function checkNodeIdentity(recordKey, nowMs)
+-- knownId: the identity the caller saw recorded before ('' or nil: none). A node with no record, where the caller
+-- saw one, lost it (a snapshot saved before the namespace's first delivery, a replica that never received it):
+-- that is a change, not a new namespace, or nothing would hold and the forgotten deliveries would count for nothing.
+local function checkNodeIdentity(recordKey, nowMs, knownId)
   if not rcall('SET', recordKey .. ':mark', '1', 'NX', 'PX', IDENTITY_MARK_MS) then return 'same' end
   local id = nodeIdentity()
   local stored = rcall('HGET', recordKey, 'id')
   if stored == id then return 'same' end
   rcall('HSET', recordKey, 'id', id, 'since', nowMs)
-  if stored == false then return 'first' end
+  if stored == false and (knownId == nil or knownId == '' or knownId == id) then return 'first' end
   return 'changed'
 end

@@ -41,6 +41,8 @@ export interface DeliverySetup {
   readonly concurrency: () => number;
   readonly onTokens: () => void;
   readonly report: (what: string, error: unknown) => void;
+  /** The namespace's node identity the worker saw recorded ('' for none: src/worker/namespaceIdentity.ts). */
+  readonly knownNodeId: () => string;
 }
 
 export interface ChosenDelivery {
@@ -86,6 +88,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
     concurrency: setup.concurrency,
     onTokens: setup.onTokens,
     report: setup.report,
+    knownNodeId: setup.knownNodeId,
   });
   return { delivery, leaseMs, namespaceRunner, grantorConnection };
 }

@@ -49,6 +49,8 @@ export interface TakeCall {
   durableRedis: boolean;
   /** When the call is too late to count a delivery (us, the node's clock; 0 or absent: no limit). */
   lateAfterUs?: number;
+  /** The namespace's node identity this worker saw recorded (src/worker/namespaceIdentity.ts; '' for none). */
+  knownNodeId?: string;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];
 }
@@ -104,13 +106,14 @@ export function parseTakeReply(raw: unknown[]): TakeReply {
 
 /** One exact delivery call: the next jobs that fit, each locked with its slot's token, moved to active. */
 export async function takeNextJobs(runner: ScriptRunner, call: TakeCall): Promise<TakeReply> {
-  const { keys, args } = takeJobsInput(call);
+  const { keys, args } = takeNextJobsCall(call);
   return parseTakeReply((await runner.run('takeNextJobs', keys, args)) as unknown[]);
 }
 
-/** The same call, as a pipeline entry (src/redis/ReplicaConfirmation.ts). */
+/** The same call, as a pipeline entry (src/redis/ReplicaConfirmation.ts): the shared input, then the node identity the worker saw. */
 export function takeNextJobsCall(call: TakeCall): ScriptCallSpec {
-  return { name: 'takeNextJobs', ...takeJobsInput(call) };
+  const { keys, args } = takeJobsInput(call);
+  return { name: 'takeNextJobs', keys, args: [...args, call.knownNodeId ?? ''] };
 }
 
 /** The reply delivered at least one job (its count, field 9 of the reply). */

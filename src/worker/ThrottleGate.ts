@@ -29,6 +29,7 @@ import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
+import { NamespaceIdentity } from './namespaceIdentity';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
@@ -284,6 +285,7 @@ export class ThrottleGate implements Gate {
   }
 
   private refreshing?: Promise<void>;
+  private readonly namespaceIdentity = new NamespaceIdentity();
 
   private refreshInBackground(): void {
     this.refreshing ??= this.beat().finally(() => { this.refreshing = undefined; });
@@ -296,6 +298,7 @@ export class ThrottleGate implements Gate {
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.lifecycle.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
+      await this.namespaceIdentity.refresh(this.namespaceClient(), this.keys.grantorRecord);
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       await this.jobs.publishDispatchDelay();
@@ -392,6 +395,7 @@ export class ThrottleGate implements Gate {
       call: (leaseMs) => ({
         bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
         lockDuration: this.lockDuration, leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
+        knownNodeId: this.namespaceIdentity.known,
       }),
       throttles: () => (this.lifecycle.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
       concurrencyThrottles: () => (this.lifecycle.config?.throttles ?? []).filter((t) => t.maxInFlight !== undefined).map((t) => encodeSegment(t.name)),
@@ -399,6 +403,7 @@ export class ThrottleGate implements Gate {
       concurrency: this.options.concurrency,
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
+      knownNodeId: () => this.namespaceIdentity.known,
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;

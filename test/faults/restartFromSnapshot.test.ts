@@ -13,6 +13,8 @@ import { waitFor } from '../support/bullmq';
  * throttles hold for their longest window after the restart, so that no window of W holds more than N
  * of the deliveries the processors received, the forgotten ones included.
  */
+const nowMs = () => performance.timeOrigin + performance.now();
+
 describe('a Redis restarted from an older snapshot', () => {
   let dir: string;
   let server: LocalRedisServer | undefined;
@@ -36,8 +38,9 @@ describe('a Redis restarted from an older snapshot', () => {
       const N = 20;
       const W = 3_000;
       const starts: number[] = [];
+      const processorStarts: number[] = [];
       const queue = new Queue('burst', { connection });
-      const worker = new ThrottledWorker('burst', async (job: Job) => { starts.push(job.processedOn!); }, {
+      const worker = new ThrottledWorker('burst', async (job: Job) => { starts.push(job.processedOn!); processorStarts.push(nowMs()); }, {
         connection, concurrency: 10, durableRedis, throttles: [Throttle.named('api').limit(N, `${W}ms`)],
       });
       worker.on('error', () => undefined);
@@ -74,6 +77,7 @@ describe('a Redis restarted from an older snapshot', () => {
           expect(most).toBeGreaterThan(N);
         } else {
           expect(most).toBeLessThanOrEqual(N);
+          expect(mostInAnyWindow(processorStarts, W)).toBeLessThanOrEqual(N);
         }
       } finally {
         await worker.close();
@@ -81,4 +85,39 @@ describe('a Redis restarted from an older snapshot', () => {
       }
     }, 60_000);
   }
+  it('saved before the namespace\'s first delivery: the workers remember its node, so the throttle holds rather than counting from nothing', async () => {
+    server = await startLocalRedisServer({ dir });
+    const port = server.port;
+    const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
+    const N = 20;
+    const W = 3_000;
+    // The snapshot holds nothing of the namespace: no identity, no registry, no count.
+    const admin = new IORedis(connection);
+    await admin.save();
+    const starts: number[] = [];
+    const processorStarts: number[] = [];
+    const queue = new Queue('early', { connection });
+    const worker = new ThrottledWorker('early', async (job: Job) => { starts.push(job.processedOn!); processorStarts.push(nowMs()); }, {
+      connection, concurrency: 10, declarationTtlMs: 1_500, throttles: [Throttle.named('api').limit(N, `${W}ms`)],
+    });
+    worker.on('error', () => undefined);
+    queue.on('error', () => undefined);
+    try {
+      await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'a', data: { i } })));
+      await waitFor(() => starts.length === N, 10_000, 'the first burst');
+      // A heartbeat reads the identity the first delivery recorded.
+      const gate = (worker as unknown as { gate: { namespaceIdentity: { known: string } } }).gate;
+      await waitFor(() => gate.namespaceIdentity.known !== '', 5_000, 'the worker to know the namespace\'s node');
+      await restartFromSnapshot(port);
+      await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
+      await waitFor(() => starts.length === 2 * N, 20_000, 'the second burst');
+      process.stderr.write(`snapshot before the first delivery: second burst began ${starts[N] - starts[N - 1]} ms after the first ended\n`);
+      expect(mostInAnyWindow(starts, W)).toBeLessThanOrEqual(N);
+      expect(mostInAnyWindow(processorStarts, W)).toBeLessThanOrEqual(N);
+    } finally {
+      admin.disconnect();
+      await worker.close();
+      await queue.close();
+    }
+  }, 60_000);
 });

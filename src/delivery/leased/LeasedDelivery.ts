@@ -37,6 +37,8 @@ export interface LeasedContext {
   /** Tokens went into the queue's pools: slots waiting for room should look again. */
   onTokens(): void;
   report(what: string, error: unknown): void;
+  /** The grantor's node identity the worker saw recorded ('' for none: src/worker/namespaceIdentity.ts). */
+  knownNodeId(): string;
 }
 
 /**
@@ -113,6 +115,7 @@ export class LeasedDelivery implements Delivery {
       queueId: this.context.queueId, leaseMs: this.context.leaseMs, durableRedis: this.context.durableRedis,
       // Free units count at the grantor only while the worker may still spend them.
       holder: this.context.workerId, holdMs: this.context.holdMs(), credit: performance.now() < this.usableUntil ? this.holds.credit() : [],
+      knownNodeId: this.context.knownNodeId(),
     };
     const sentMs = Date.now();
     const sentAt = performance.now();

@@ -41,7 +41,7 @@ export interface LeaseAnswer {
 
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
-  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', asker.holder, asker.holdMs];
+  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', asker.holder, asker.holdMs, asker.knownNodeId];
   args.push(asker.credit.length, ...asker.credit.flat(), requests.length);
   for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.buckets.length, ...request.buckets);
   const call = { name: 'leaseTokens', keys: [grantor.slotKey], args };
@@ -99,6 +99,8 @@ export interface Asker {
   readonly holdMs: number;
   /** Units the worker holds and has free, by bucket: a grant uses them first. */
   readonly credit: readonly BucketUnits[];
+  /** The grantor's node identity the worker saw recorded ('' for none: src/worker/namespaceIdentity.ts). */
+  readonly knownNodeId: string;
 }
 
 /**

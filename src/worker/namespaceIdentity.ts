@@ -1,0 +1,23 @@
+import { RedisClient } from '../redis/connection';
+
+/**
+ * The identity of the Redis node counting the throttle namespace, as this worker last saw it recorded
+ * (lua/includes/nodeIdentity.lua), read on each heartbeat. Sent with every exact delivery call, it lets the
+ * script tell a node that lost the namespace's record (restarted from a snapshot saved before its first
+ * delivery, a replica that never received it) from a namespace that is new: the first holds as after any
+ * restart, since deliveries this worker saw counted are forgotten there.
+ */
+export class NamespaceIdentity {
+  private seen = '';
+
+  /** '' until the worker has seen one recorded. */
+  get known(): string {
+    return this.seen;
+  }
+
+  async refresh(client: RedisClient, recordKey: string): Promise<void> {
+    // A record that is gone keeps the identity seen before: that is what the next delivery call must tell.
+    const id = await client.hget(recordKey, 'id');
+    if (id) this.seen = id;
+  }
+}
