@@ -57,9 +57,12 @@ local heldUntilMs, windowHold = 0, false
 if counterCount > 0 then
   local nowMs = math.floor(now / 1000)
   noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, true)
+  -- Nobody remembers this API's grants but this node: after a restart, the namespace holds for its windows
+  -- rather than for the workers' reports (includes/grantorRecovery).
+  rcall('HSETNX', throttlePrefix .. ':grantor', 'apiGrants', '1')
   local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs')
   if fields[1] then heldUntilMs = tonumber(fields[1]) + (tonumber(fields[3]) or 0) end
-  windowHold = fields[2] == 'window'
+  windowHold = fields[2] == 'window' or fields[2] == 'gather'
 end
 
 local counters = {}

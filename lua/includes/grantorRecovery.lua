@@ -14,12 +14,20 @@
   the throttles hold for their longest window (includes/recoveryHold), unless the deployment's Redis keeps
   acknowledged writes (durableRedis).
 
+  Where every delivery was counted here by exact workers (no leased queue, no Grantor API grant: apiGrants),
+  the workers remember what they delivered: the namespace holds for a workers' gather instead (includes/
+  recoveryHold, lua/reportDeliveries-1.lua), expecting the live registry's workers and every worker a
+  reporting one saw alive within its throttles' longest window.
+
   Record (<throttlePrefix>:grantor HASH, besides includes/nodeIdentity's and recoveryHold's fields):
     epoch       the count of changes seen      hmax   the longest lease asked with (ms)
     gathering   the epoch whose reports are awaited ('' once rebuilt)
     gatherUntil ms after which queues that did not report hold their throttles for their longest window
   <throttlePrefix>:grantor:reported   SET of queue ids (prefix:queue) that reported for the epoch
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
+  <throttlePrefix>:grantor:expected   HASH worker id -> "<encoded throttle>:<longest ms>,..." (a workers' gather:
+                                      the workers whose reports are awaited, the reported ones in :reported)
+    apiGrants   '1' once the Grantor API granted here (lua/grantDeliveries-n.lua)
   Needs includes/nodeIdentity, includes/recoveryHold, includes/rateCounter, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
@@ -51,6 +59,34 @@ local function queueIdOf(entry)
   return tostring(entry.prefix) .. ':' .. tostring(entry.queue)
 end
 
+local function seenLeased(entries)
+  for _, entry in ipairs(entries) do if entry.delivery == 'leased' then return true end end
+  return false
+end
+
+-- The longest window (or a rate's fill time) of a declaration, as its registry entry gives it.
+local function longestOfDeclaration(declaration)
+  local longest = 0
+  for _, limit in ipairs(declaration.limits or {}) do
+    if tonumber(limit.windowMs) and tonumber(limit.windowMs) > longest then longest = tonumber(limit.windowMs) end
+  end
+  local rate = declaration.tokenRate
+  if type(rate) == 'table' and tonumber(rate.n) and tonumber(rate.perMs) and tonumber(rate.burst) then
+    local fillMs = rateOf(string.format('%d %d %d', rate.n, rate.perMs, rate.burst), 0).fillMs
+    if fillMs > longest then longest = fillMs end
+  end
+  return longest
+end
+
+-- "<encoded name>:<longest ms>,..." for the throttles a registry entry declares (a worker's gather record).
+local function declaredLongest(entry)
+  local parts = {}
+  for _, declaration in ipairs(entry.declarations or {}) do
+    parts[#parts + 1] = encodeSegment(tostring(declaration.name)) .. ':' .. longestOfDeclaration(declaration)
+  end
+  return table.concat(parts, ',')
+end
+
 -- Call once per script, before any counter is read. exactHere: the caller counts deliveries on this node
 -- itself (exact delivery), so what it counted may be lost with the node. knownId: the node identity the caller
 -- saw recorded before (includes/nodeIdentity), if any.
@@ -74,16 +110,31 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
       if tonumber(entry.declarationTtlMs) and tonumber(entry.declarationTtlMs) > ttl then ttl = tonumber(entry.declarationTtlMs) end
     end
     local epoch = rcall('HINCRBY', recordKey, 'epoch', 1)
-    rcall('DEL', recordKey .. ':reported', recordKey .. ':holds')
+    rcall('DEL', recordKey .. ':reported', recordKey .. ':holds', recordKey .. ':expected')
     rcall('HDEL', recordKey, 'perThrottle')
     if durable then
       -- Nothing was lost: only the tokens the previous node granted must be spent or expired (rule 4).
       beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
       rcall('HSET', recordKey, 'gathering', '')
-    elseif exact then
-      -- Deliveries counted here may be lost with the node: nothing to rebuild them from.
+    elseif exact and (seenLeased(entries) or rcall('HGET', recordKey, 'apiGrants') == '1') then
+      -- Deliveries counted here may be lost with the node, and some were not counted by workers that
+      -- remember them (a leased queue's tokens, the Grantor API's grants): nothing to rebuild them from.
       beginRecoveryHold(throttlePrefix, nowMs, 'window', hmax)
       rcall('HSET', recordKey, 'gathering', '')
+    elseif exact then
+      -- Every exact worker remembers what it delivered (src/worker/deliveryMemory.ts): the live ones tell
+      -- (lua/reportDeliveries-1.lua), and only the throttles of those that never do hold for their longest
+      -- window (includes/recoveryHold's workers' gather).
+      beginRecoveryHold(throttlePrefix, nowMs, 'gather', hmax)
+      local expected = {}
+      for _, entry in ipairs(entries) do
+        if entry.workerId then
+          expected[#expected + 1] = tostring(entry.workerId)
+          expected[#expected + 1] = declaredLongest(entry)
+        end
+      end
+      if #expected > 0 then rcall('HSET', recordKey .. ':expected', unpack(expected)) end
+      rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
     else
       local holdMs = math.max(hmax, math.ceil(ttl / 3))
       beginRecoveryHold(throttlePrefix, nowMs, 'lease', holdMs)
@@ -96,9 +147,12 @@ end
 function gatherState(throttlePrefix, nowMs, queueId)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
-  local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch')
+  local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch', 'hold')
   local gathering = fields[1]
   if not gathering or gathering == '' then return nil end
+  -- A workers' gather (exact workers' reports, includes/recoveryHold) is not this one: a queue that leases
+  -- from here meanwhile waits for it to end.
+  if fields[4] == 'gather' then return 'wait', tonumber(fields[3]) end
   local reportedKey = recordKey .. ':reported'
   if rcall('SISMEMBER', reportedKey, queueId) == 0 then return 'report', tonumber(fields[3]) end
   local missing = {}
@@ -110,16 +164,7 @@ function gatherState(throttlePrefix, nowMs, queueId)
   -- Given up on: the throttles of queues that never reported hold for their longest window.
   for _, entry in ipairs(missing) do
     for _, declaration in ipairs(entry.declarations or {}) do
-      local longest = 0
-      for _, limit in ipairs(declaration.limits or {}) do
-        if tonumber(limit.windowMs) and tonumber(limit.windowMs) > longest then longest = tonumber(limit.windowMs) end
-      end
-      local rate = declaration.tokenRate
-      if type(rate) == 'table' and tonumber(rate.n) and tonumber(rate.perMs) and tonumber(rate.burst) then
-        local fillMs = rateOf(string.format('%d %d %d', rate.n, rate.perMs, rate.burst), 0).fillMs
-        if fillMs > longest then longest = fillMs end
-      end
-      holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longest)
+      holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longestOfDeclaration(declaration))
     end
   end
   rcall('HSET', recordKey, 'gathering', '')

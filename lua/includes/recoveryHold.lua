@@ -8,6 +8,11 @@
     hold 'lease'   holdMs only: every token the previous node granted is spent or expired by then (rule 4),
                    and what was spent is counted again from the queues' records (leased delivery), or the
                    deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
+    hold 'gather'  (exact delivery, every delivery counted by a worker that remembers it) holdMs, and until
+                   the workers' gather ends: every expected worker told what it delivered (lua/
+                   reportDeliveries-1.lua counts it again), or gatherUntil passed, and then the throttles of
+                   the workers that did not tell hold for their longest window from holdFrom (includes/
+                   grantorRecovery's :expected)
   holdMs covers h (the longest lease) and a margin for clock drift. A throttle with a concurrency is held at
   least until every leased worker renewed its holds (a node that lost them counts them again from those).
   Besides, a throttle declared by a queue that could not tell the grantor what it delivered lately (see
@@ -27,6 +32,21 @@ local CONCURRENCY_RENEW_MS = 5000
 
 local recoveryRecord
 
+-- A workers' gather past gatherUntil ends here, in whichever script looks first: the throttles of the expected
+-- workers that never told what they delivered hold for their longest window.
+local function endWorkersGather(throttlePrefix, from)
+  local recordKey = throttlePrefix .. ':grantor'
+  local expected = rcall('HGETALL', recordKey .. ':expected')
+  for i = 1, #expected, 2 do
+    if rcall('SISMEMBER', recordKey .. ':reported', expected[i]) == 0 then
+      for name, longest in string.gmatch(expected[i + 1], '([^:,]+):(%d+)') do
+        holdThrottleUntil(throttlePrefix, name, from + tonumber(longest))
+      end
+    end
+  end
+  rcall('HSET', recordKey, 'gathering', '')
+end
+
 function beginRecoveryHold(throttlePrefix, nowMs, hold, leaseMs)
   local recordKey = throttlePrefix .. ':grantor'
   rcall('HSET', recordKey, 'holdFrom', nowMs, 'hold', hold, 'holdMs', leaseMs + HOLD_MARGIN_MS)
@@ -44,11 +64,22 @@ end
 -- When the throttle (its limits as bucketCounters' throttleLimits reads them) is no longer held, in us; 0: not held.
 function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   if recoveryRecord == nil then
-    local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs', 'perThrottle')
+    local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs', 'perThrottle', 'gathering', 'gatherUntil')
     recoveryRecord = { from = tonumber(fields[1]), hold = fields[2], holdMs = tonumber(fields[3]) or 0, perThrottle = fields[4] == '1' }
+    if recoveryRecord.hold == 'gather' and fields[5] and fields[5] ~= '' then
+      local gatherUntil = tonumber(fields[6]) or 0
+      if math.floor(nowUs() / 1000) < gatherUntil then
+        recoveryRecord.gatherUntil = gatherUntil
+      else
+        endWorkersGather(throttlePrefix, recoveryRecord.from)
+        recoveryRecord.perThrottle = true
+      end
+    end
   end
   if not recoveryRecord.from then return 0 end
   local untilMs = recoveryRecord.from + recoveryRecord.holdMs
+  -- While a workers' gather is on, nothing goes: the scripts look again when it is due to end.
+  if recoveryRecord.gatherUntil and recoveryRecord.gatherUntil > untilMs then untilMs = recoveryRecord.gatherUntil end
   if recoveryRecord.perThrottle then
     local own = tonumber(rcall('HGET', throttlePrefix .. ':grantor:holds', encodedName) or 0)
     if own > untilMs then untilMs = own end

@@ -7,8 +7,11 @@ import { RedisClient } from '../redis/connection';
 export interface RecoveryHold {
   /** Until when (ms, Redis clock) nothing of the throttle is delivered. */
   until: number;
-  /** 'window': for its longest window (its deliveries may be lost with the node); 'lease': for h and a margin. */
-  kind: 'window' | 'lease';
+  /**
+   * 'window': for its longest window (its deliveries may be lost with the node); 'lease': for h and a margin;
+   * 'gather': until the live workers have told what they delivered (src/worker/deliveryMemory.ts), at most until.
+   */
+  kind: 'window' | 'lease' | 'gather';
 }
 
 /**
@@ -18,12 +21,14 @@ export interface RecoveryHold {
  */
 export async function readRecoveryHold(client: RedisClient, grantorRecord: string, throttle: { name: string; limits: readonly Limit[]; tokenRate?: Rate }, now: number): Promise<RecoveryHold | null> {
   const { name, limits, tokenRate } = throttle;
-  const [from, hold, holdMs, perThrottle] = await client.hmget(grantorRecord, 'holdFrom', 'hold', 'holdMs', 'perThrottle');
+  const [from, hold, holdMs, perThrottle, gathering, gatherUntil] = await client.hmget(grantorRecord, 'holdFrom', 'hold', 'holdMs', 'perThrottle', 'gathering', 'gatherUntil');
   if (from === null) return null;
-  const kind = hold === 'window' ? 'window' : 'lease';
+  const gatheringNow = hold === 'gather' && Boolean(gathering);
+  const kind = hold === 'window' ? 'window' : gatheringNow ? 'gather' : 'lease';
   // A rate's state is never counted again: it holds until a burst had time to fill, whatever the hold.
   const fillMs = tokenRate ? rateFillMs(tokenRate) : 0;
   let until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(fillMs, ...limits.map((limit) => limit.windowMs)) : fillMs);
+  if (gatheringNow) until = Math.max(until, Number(gatherUntil ?? 0));
   if (perThrottle === '1') {
     const own = Number((await client.hget(`${grantorRecord}:holds`, encodeSegment(name))) ?? 0);
     if (own > until) return own > now ? { until: own, kind: 'window' } : null;

@@ -29,6 +29,8 @@ import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
+import { DeliveryMemory, declaredLongest } from './deliveryMemory';
+import { DeliveryReporter } from './deliveryReporter';
 import { NamespaceIdentity } from './namespaceIdentity';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
@@ -69,6 +71,9 @@ export interface GateOptions {
  */
 export class ThrottleGate implements Gate {
   readonly workerId = randomUUID();
+  /** What this worker delivered lately, told to the namespace when its node loses it (src/worker/deliveryMemory.ts). */
+  private readonly memory = new DeliveryMemory(this.workerId);
+  private reporter?: DeliveryReporter;
   readonly keys: ThrottleKeys;
   readonly queueKeys: QueueThrottleKeys;
   readonly ready: Promise<void>;
@@ -299,6 +304,9 @@ export class ThrottleGate implements Gate {
       await this.detector?.check(this.lifecycle.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
       await this.namespaceIdentity.refresh(this.namespaceClient(), this.keys.grantorRecord);
+      this.memory.notePeers(this.lifecycle.liveEntries);
+      this.reporter ??= new DeliveryReporter(this.memory, this.workerId, declaredLongest(this.options.throttles.map(declarationData)), this.options.logger, this.options.queue);
+      if (this.delivery?.mode === 'exact') await this.reporter.check(this.namespaceRunner!, this.namespaceClient(), this.keys, this.deadlines.currentMs() > 0, () => this.wakeThrottles());
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       await this.jobs.publishDispatchDelay();
@@ -306,6 +314,13 @@ export class ThrottleGate implements Gate {
     } catch (error) {
       this.failures.report('throttle heartbeat', error);
     }
+  }
+
+  /** The queue's classes waiting on any of its throttles look again now (lua/wakeBuckets-3.lua). */
+  private async wakeThrottles(): Promise<void> {
+    const wake = [this.queueKeys.wakeups, this.queueKeys.leaseRoom, this.backend!.keys.marker];
+    for (const throttle of this.lifecycle.config?.throttles ?? []) await this.runner!.run('wakeBuckets', wake, [encodeSegment(throttle.name), '']);
+    this.requests.wakeParked();
   }
 
   /**
@@ -370,6 +385,7 @@ export class ThrottleGate implements Gate {
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
     if (this.delivery!.mode === 'exact') {
       if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
+      if (reply.tickets) this.memory.noteDeliveries(reply.tickets);
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }

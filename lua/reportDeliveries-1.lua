@@ -1,0 +1,69 @@
+--[[
+  An exact worker tells the namespace, while it gathers after a restart or failover lost what its node counted
+  (includes/grantorRecovery, includes/recoveryHold's workers' gather), what it delivered lately, from its own
+  memory (src/worker/deliveryMemory.ts): each delivery is counted again in every limit of its bucket, as if
+  granted then with the longest lease, so that it counts at least as long as it did. Travel time makes a
+  delivery look more recent than it was: the safe direction. A delivery the node kept is counted twice: the
+  safe direction too. The worker counts as reported (a second report of the same gather counts nothing), and
+  the workers it saw alive within their throttles' longest window are expected too: when every expected worker
+  has told, the gather ends, and the throttles go on after the hold's lease.
+
+  Input:
+    KEYS[1]  the namespace's registry version key (it names the slot)
+    ARGV[1]  the namespace's throttle key prefix   ARGV[2] the worker's id   ARGV[3] the gather's epoch
+    ARGV[4]  "<encoded throttle>:<longest ms>,..." the worker declares
+    ARGV[5]  P, then P pairs: a worker it saw alive, and the same list for it
+    then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
+    (test builds read one more trailing ARGV, a clock offset in ms)
+
+  Output: { nowUs, deliveries counted again, state } state: 0 no such gather (over, or another epoch),
+    1 reported, 2 reported and the gather ended
+]]
+local rcall = redis.call
+
+--- @include "includes/nowUs"
+--- @include "includes/intArg"
+--- @include "includes/schedulerKeys"
+--- @include "includes/windowCounter"
+--- @include "includes/bucketCounters"
+
+local throttlePrefix, workerId, epoch = ARGV[1], ARGV[2], ARGV[3]
+local now = nowUs()
+local recordKey = throttlePrefix .. ':grantor'
+local fields = rcall('HMGET', recordKey, 'hold', 'gathering', 'hmax')
+if fields[1] ~= 'gather' or fields[2] ~= epoch then return { now, 0, 0 } end
+local hmaxUs = (tonumber(fields[3]) or 0) * 1000
+local expectedKey, reportedKey = recordKey .. ':expected', recordKey .. ':reported'
+rcall('HSETNX', expectedKey, workerId, ARGV[4])
+local at = 6
+for _ = 1, tonumber(ARGV[5]) do
+  rcall('HSETNX', expectedKey, ARGV[at], ARGV[at + 1])
+  at = at + 2
+end
+local counted = 0
+if rcall('SADD', reportedKey, workerId) == 1 then
+  for _ = 1, tonumber(ARGV[at]) do
+    local bucket = parseBucketId(ARGV[at + 1])
+    local slots = tonumber(ARGV[at + 2])
+    local counters = bucketCounters(throttlePrefix, bucket, now)
+    if counters then
+      for s = 1, slots do
+        local agoUs, count = tonumber(ARGV[at + 1 + 2 * s]), tonumber(ARGV[at + 2 + 2 * s])
+        for _, counter in ipairs(counters) do
+          addTokensReleasedAt(counter, now - agoUs + counter.g.windowMs * 1000 + hmaxUs, count)
+        end
+        counted = counted + count
+      end
+    end
+    at = at + 2 + 2 * slots
+  end
+  saveBucketCounters()
+end
+-- Ended already (bucketCounters looked at a gather past its time), or every expected worker has told now.
+if rcall('HGET', recordKey, 'gathering') ~= epoch then return { now, counted, 2 } end
+local expected = rcall('HKEYS', expectedKey)
+for _, id in ipairs(expected) do
+  if rcall('SISMEMBER', reportedKey, id) == 0 then return { now, counted, 1 } end
+end
+rcall('HSET', recordKey, 'gathering', '')
+return { now, counted, 2 }

@@ -1,0 +1,121 @@
+import { longestSpanMs } from '../declarations/mergeDeclarations';
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import { encodeSegment } from '../keys/keyEncoding';
+import { RegistryEntry } from './queueConfig';
+
+/** A bucket's memory is kept in this many slots of its longest window. */
+const SLOTS_PER_WINDOW = 64;
+/** More buckets than this, and the worker stops remembering: it can no longer vouch for what it delivered. */
+const MOST_BUCKETS = 100_000;
+/** Slots are swept of what left every window after this many deliveries. */
+const SWEEP_EVERY = 10_000;
+
+interface BucketMemory {
+  readonly longestMs: number;
+  readonly slotMs: number;
+  /** Slot start (ms, this process's monotonic clock) -> deliveries' cost in it. */
+  readonly slots: Map<number, number>;
+}
+
+/** What a worker tells a workers' gather (lua/reportDeliveries-1.lua). */
+export interface DeliveryReport {
+  /** "<encoded throttle>:<longest ms>,..." for its own declarations. */
+  readonly declared: string;
+  /** Workers it saw alive within their throttles' longest window, with the same list for each. */
+  readonly peers: readonly (readonly [string, string])[];
+  /** Per bucket id: (agoUs, count) pairs. */
+  readonly buckets: readonly (readonly [string, readonly (readonly [number, number])[]])[];
+}
+
+/** "<encoded throttle>:<longest ms>,..." for declarations: what holds if their worker never tells (includes/grantorRecovery). */
+export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
+  return declarations.map((d) => `${encodeSegment(d.name)}:${longestSpanMs(d)}`).join(',');
+}
+
+/**
+ * What this worker delivered through the namespace's node lately, per bucket, for each throttle's longest
+ * window (bounded: 64 slots a bucket, at most 100,000 buckets), and which workers it saw alive: so that when
+ * the node comes back without them (a restart from an older state, a failover to a replica that lacked them),
+ * the workers tell what was forgotten and the throttles go on within seconds instead of holding for their
+ * longest window (lua/reportDeliveries-1.lua). Deliveries are known from the delivery calls' tickets, which
+ * only a worker with a start deadline receives: without one (leaseMs 0), or past the bound, it cannot vouch.
+ * Times are this process's monotonic clock: a delivery reported looks no older than it is (the safe direction).
+ */
+export class DeliveryMemory {
+  private readonly buckets = new Map<string, BucketMemory>();
+  private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
+  private overflowed = false;
+  private sinceSweep = 0;
+
+  constructor(private readonly workerId: string) {}
+
+  /** A delivery call's tickets (TakeReply.tickets, exact delivery): each job's buckets, costs and windows. */
+  noteDeliveries(tickets: readonly string[], now: number = performance.now()): void {
+    if (this.overflowed) return;
+    for (const ticket of tickets) {
+      if (!ticket) continue;
+      // A rate's deadline ("<H>#") says nothing of the windows (includes/exactRoom's roomTicketing).
+      const body = ticket.slice(ticket.indexOf('#') + 1);
+      for (const part of body.split('|')) {
+        const at = part.lastIndexOf('@');
+        const dollar = part.lastIndexOf('$', at);
+        const windows = part.slice(at + 1).split(',').filter(Boolean).map(Number);
+        // A rate's state is not counted again from memory: it holds until a burst can fill (includes/recoveryHold).
+        if (windows.length === 0) continue;
+        this.note(part.slice(0, dollar), Math.max(...windows), Number(part.slice(dollar + 1, at)), now);
+        if (this.overflowed) return;
+      }
+    }
+    this.sinceSweep += tickets.length;
+    if (this.sinceSweep >= SWEEP_EVERY) this.sweep(now);
+  }
+
+  /** The registry's live entries as a heartbeat read them: the exact workers among them are remembered as seen. */
+  notePeers(entries: readonly RegistryEntry[], now: number = performance.now()): void {
+    for (const entry of entries) {
+      if (entry.workerId === this.workerId || entry.delivery === 'leased') continue;
+      const longestMs = Math.max(0, ...entry.declarations.map(longestSpanMs));
+      this.peers.set(entry.workerId, { declared: declaredLongest(entry.declarations), longestMs, seenAt: now });
+    }
+    for (const [id, peer] of this.peers) if (now - peer.seenAt > peer.longestMs) this.peers.delete(id);
+  }
+
+  /** Whether the memory holds every delivery this worker made (false past its bound). */
+  get whole(): boolean {
+    return !this.overflowed;
+  }
+
+  report(declared: string, now: number = performance.now()): DeliveryReport {
+    this.sweep(now);
+    const buckets: [string, [number, number][]][] = [];
+    for (const [bucketId, memory] of this.buckets) {
+      // Ago from each slot's end: every delivery in it looks as recent as the latest could be.
+      buckets.push([bucketId, [...memory.slots].map(([start, count]) => [Math.max(0, Math.floor((now - start - memory.slotMs) * 1000)), count])]);
+    }
+    const peers = [...this.peers].filter(([, peer]) => now - peer.seenAt <= peer.longestMs).map(([id, peer]) => [id, peer.declared] as const);
+    return { declared, peers, buckets };
+  }
+
+  private note(bucketId: string, longestMs: number, cost: number, now: number): void {
+    let memory = this.buckets.get(bucketId);
+    if (!memory || memory.longestMs < longestMs) {
+      if (!memory && this.buckets.size >= MOST_BUCKETS) {
+        this.overflowed = true;
+        this.buckets.clear();
+        return;
+      }
+      memory = { longestMs, slotMs: Math.max(1, Math.ceil(longestMs / SLOTS_PER_WINDOW)), slots: memory?.slots ?? new Map() };
+      this.buckets.set(bucketId, memory);
+    }
+    const start = Math.floor(now / memory.slotMs) * memory.slotMs;
+    memory.slots.set(start, (memory.slots.get(start) ?? 0) + cost);
+  }
+
+  private sweep(now: number): void {
+    this.sinceSweep = 0;
+    for (const [bucketId, memory] of this.buckets) {
+      for (const start of memory.slots.keys()) if (start + memory.slotMs < now - memory.longestMs) memory.slots.delete(start);
+      if (memory.slots.size === 0) this.buckets.delete(bucketId);
+    }
+  }
+}

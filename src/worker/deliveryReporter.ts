@@ -1,0 +1,65 @@
+import type { Logger } from 'pino';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+import { DeliveryMemory } from './deliveryMemory';
+
+/**
+ * Tells a workers' gather (lua/includes/recoveryHold.lua) what this worker delivered, once per gather, from its
+ * memory (src/worker/deliveryMemory.ts), on the heartbeat that first sees the gather: the namespace's node came
+ * back without what it counted, and its throttles go on once every worker that delivered through it has told
+ * (lua/reportDeliveries-1.lua). A worker whose memory is not whole does not tell: the throttles it declares then
+ * hold for their longest window when the gather ends.
+ */
+export class DeliveryReporter {
+  private reportedEpoch = '';
+  /** A gather this worker told (or could not) that had not ended then: its end wakes the queue's classes. */
+  private awaitingEnd = false;
+
+  constructor(
+    private readonly memory: DeliveryMemory,
+    private readonly workerId: string,
+    /** "<encoded throttle>:<longest ms>,..." of this worker's declarations. */
+    private readonly declared: string,
+    private readonly logger: Logger,
+    private readonly queue: string,
+  ) {}
+
+  /**
+   * `vouches`: whether this worker's deliveries all came with tickets (exact delivery with a start deadline).
+   * `wake`: the queue's classes look again now (they waited for the gather's latest end, gatherUntil).
+   */
+  async check(runner: ScriptRunner, client: RedisClient, keys: ThrottleKeys, vouches: boolean, wake: () => Promise<void>): Promise<void> {
+    const [hold, gathering] = await client.hmget(keys.grantorRecord, 'hold', 'gathering');
+    if (hold !== 'gather' || !gathering || gathering === this.reportedEpoch) {
+      if (this.awaitingEnd && (hold !== 'gather' || gathering !== this.reportedEpoch)) {
+        this.awaitingEnd = false;
+        await wake();
+      }
+      return;
+    }
+    this.awaitingEnd = true;
+    if (!vouches || !this.memory.whole) {
+      this.reportedEpoch = gathering;
+      this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, or too many buckets to remember): its throttles hold for their longest window');
+      return;
+    }
+    const report = this.memory.report(this.declared);
+    const args: (string | number)[] = [keys.throttlePrefix, this.workerId, gathering, report.declared, report.peers.length];
+    for (const [id, declared] of report.peers) args.push(id, declared);
+    args.push(report.buckets.length);
+    for (const [bucketId, slots] of report.buckets) {
+      args.push(bucketId, slots.length);
+      for (const [agoUs, count] of slots) args.push(agoUs, count);
+    }
+    const reply = (await runner.run('reportDeliveries', [keys.registryVersion], args)) as number[];
+    this.reportedEpoch = gathering;
+    const ended = Number(reply[2]) === 2;
+    this.logger.info({ queue: this.queue, workerId: this.workerId, counted: Number(reply[1]), gatherEnded: ended },
+      'told the throttle namespace what this worker delivered before its Redis node lost it');
+    if (ended) {
+      this.awaitingEnd = false;
+      await wake();
+    }
+  }
+}

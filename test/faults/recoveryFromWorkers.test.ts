@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Job, Queue, Worker } from 'bullmq';
+import IORedis from 'ioredis';
+import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
+import { waitFor } from '../support/bullmq';
+
+/**
+ * Issue 26, item 2: recovery in seconds, from what live workers remember. A Redis restarted from a snapshot
+ * saved before a burst forgets the burst's counts; the workers that delivered it remember (their start
+ * deadline's tickets), tell the namespace, and a throttle of 20 per hour goes on within seconds with the
+ * burst counted again, instead of holding for the hour. A worker that delivered and died before the restart
+ * cannot tell: the throttles it declared hold for their longest window.
+ */
+const nowMs = () => performance.timeOrigin + performance.now();
+const N = 20;
+const HOUR = 3_600_000;
+
+describe('recovery from what live workers remember', () => {
+  let dir: string;
+  let server: LocalRedisServer | undefined;
+  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-memory-')); });
+  afterEach(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function restartFromSnapshot(port: number): Promise<void> {
+    process.kill(server!.pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    server = await startLocalRedisServer({ port, dir });
+  }
+
+  async function setUp() {
+    server = await startLocalRedisServer({ dir });
+    const connection = { host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
+    const starts: { processedOn: number; at: number; worker: string }[] = [];
+    const queue = new Queue('hourly', { connection });
+    queue.on('error', () => undefined);
+    const worker = (name: string) => {
+      const w = new ThrottledWorker('hourly', async (job: Job) => { starts.push({ processedOn: job.processedOn!, at: nowMs(), worker: name }); }, {
+        connection, concurrency: 4, declarationTtlMs: 1_500, throttles: [Throttle.named('api').limit(N, '1h')],
+      });
+      w.on('error', () => undefined);
+      return w;
+    };
+    return { connection, starts, queue, worker };
+  }
+
+  async function saveSnapshot(connection: object): Promise<void> {
+    const admin = new IORedis(connection);
+    await waitFor(async () => (await admin.exists(new ThrottleKeys('bull').grantorRecord)) === 1, 10_000, 'the node identity recorded');
+    await admin.save();
+    admin.disconnect();
+  }
+
+  it('a live worker tells what it delivered: the throttle goes on within seconds, the forgotten burst counted', async () => {
+    const { connection, starts, queue, worker } = await setUp();
+    const a = worker('a');
+    const admin = new ThrottleAdmin({ connection });
+    try {
+      await a.waitUntilReady();
+      await saveSnapshot(connection);
+      await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'first', data: { i } })));
+      await waitFor(() => starts.length === 12, 10_000, 'the first burst');
+      await restartFromSnapshot(server!.port);
+      // The restored state has neither the burst's jobs nor its counts; 8 of the hour's 20 are left.
+      await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
+      const restartedAt = nowMs();
+      await waitFor(() => starts.length === 20, 15_000, '8 more within seconds');
+      process.stderr.write(`recovery from memory: 8 more started ${Math.round(starts[19].at - restartedAt)} ms after the restart\n`);
+      await waitFor(async () => (await admin.queueStats('hourly')).heldByFullBuckets === 4, 5_000, 'the other 4 held on the full bucket');
+      expect((await admin.throttleStats('api')).recoveryHold).toBeNull();
+      expect(starts).toHaveLength(20);
+      expect(mostInAnyWindow(starts.map((s) => s.processedOn), HOUR)).toBeLessThanOrEqual(N);
+      expect(mostInAnyWindow(starts.map((s) => s.at), HOUR)).toBeLessThanOrEqual(N);
+    } finally {
+      await admin.close();
+      await a.close();
+      await queue.close();
+    }
+  }, 60_000);
+
+  it('a worker that delivered and died cannot tell: the throttles it declared hold for their longest window', async () => {
+    const { connection, starts, queue, worker } = await setUp();
+    const a = worker('a');
+    const b = worker('b');
+    const admin = new ThrottleAdmin({ connection });
+    try {
+      await Promise.all([a.waitUntilReady(), b.waitUntilReady()]);
+      await saveSnapshot(connection);
+      await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'first', data: { i } })));
+      await waitFor(() => starts.length === 12, 10_000, 'the first burst');
+      // Both have seen each other in the registry by now (a heartbeat every 500 ms).
+      await new Promise((r) => setTimeout(r, 1_200));
+      // b dies as a crash would: no more heartbeats, no withdrawal.
+      const gate = (b as unknown as { gate: { heartbeat?: NodeJS.Timeout; closed: boolean } }).gate;
+      clearInterval(gate.heartbeat);
+      gate.closed = true;
+      await Worker.prototype.close.call(b, true);
+      await restartFromSnapshot(server!.port);
+      await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
+      await waitFor(async () => (await admin.throttleStats('api')).recoveryHold?.kind === 'window', 15_000, 'the hold for the hour');
+      const { recoveryHold, at } = await admin.throttleStats('api');
+      expect(recoveryHold!.until - at).toBeGreaterThan(HOUR - 60_000);
+      expect(starts).toHaveLength(12);
+    } finally {
+      await admin.close();
+      await a.close();
+      await queue.close();
+    }
+  }, 60_000);
+});
