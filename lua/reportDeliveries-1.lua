@@ -8,11 +8,15 @@
   the workers it saw alive within their throttles' longest window are expected too: when every expected worker
   has told, the gather ends, and the throttles go on after the hold's lease.
 
+  A worker that cannot tell (no start deadline, a memory past its bound) says so with ARGV[4] '0': it is
+  expected and never reported, so the throttles it declares hold for their longest window when the gather ends.
+
   Input:
     KEYS[1]  the namespace's registry version key (it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] the worker's id   ARGV[3] the gather's epoch
-    ARGV[4]  "<encoded throttle>:<longest ms>,..." the worker declares
-    ARGV[5]  P, then P pairs: a worker it saw alive, and the same list for it
+    ARGV[4]  '1' when the worker tells what it delivered, '0' when it cannot
+    ARGV[5]  "<encoded throttle>:<longest ms>,..." the worker declares
+    ARGV[6]  P, then P pairs: a worker it saw alive, and the same list for it
     then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
@@ -34,14 +38,14 @@ local fields = rcall('HMGET', recordKey, 'hold', 'gathering', 'hmax')
 if fields[1] ~= 'gather' or fields[2] ~= epoch then return { now, 0, 0 } end
 local hmaxUs = (tonumber(fields[3]) or 0) * 1000
 local expectedKey, reportedKey = recordKey .. ':expected', recordKey .. ':reported'
-rcall('HSETNX', expectedKey, workerId, ARGV[4])
-local at = 6
-for _ = 1, tonumber(ARGV[5]) do
+rcall('HSETNX', expectedKey, workerId, ARGV[5])
+local at = 7
+for _ = 1, tonumber(ARGV[6]) do
   rcall('HSETNX', expectedKey, ARGV[at], ARGV[at + 1])
   at = at + 2
 end
 local counted = 0
-if rcall('SADD', reportedKey, workerId) == 1 then
+if ARGV[4] == '1' and rcall('SADD', reportedKey, workerId) == 1 then
   for _ = 1, tonumber(ARGV[at]) do
     local bucket = parseBucketId(ARGV[at + 1])
     local slots = tonumber(ARGV[at + 2])

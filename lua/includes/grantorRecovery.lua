@@ -150,9 +150,12 @@ function gatherState(throttlePrefix, nowMs, queueId)
   local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch', 'hold')
   local gathering = fields[1]
   if not gathering or gathering == '' then return nil end
-  -- A workers' gather (exact workers' reports, includes/recoveryHold) is not this one: a queue that leases
-  -- from here meanwhile waits for it to end.
-  if fields[4] == 'gather' then return 'wait', tonumber(fields[3]) end
+  -- A workers' gather (exact workers' reports, includes/recoveryHold) began when no leased queue was known:
+  -- one asks now, whose deliveries nobody gathers, so the namespace holds for its windows instead.
+  if fields[4] == 'gather' then
+    rcall('HSET', recordKey, 'gathering', '', 'hold', 'window')
+    return nil
+  end
   local reportedKey = recordKey .. ':reported'
   if rcall('SISMEMBER', reportedKey, queueId) == 0 then return 'report', tonumber(fields[3]) end
   local missing = {}

@@ -33,9 +33,14 @@ local CONCURRENCY_RENEW_MS = 5000
 local recoveryRecord
 
 -- A workers' gather past gatherUntil ends here, in whichever script looks first: the throttles of the expected
--- workers that never told what they delivered hold for their longest window.
+-- workers that never told what they delivered hold for their longest window; when no worker told at all (none
+-- alive, or none able to), nobody vouches for anything, and the whole namespace holds for its windows.
 local function endWorkersGather(throttlePrefix, from)
   local recordKey = throttlePrefix .. ':grantor'
+  if rcall('SCARD', recordKey .. ':reported') == 0 then
+    rcall('HSET', recordKey, 'gathering', '', 'hold', 'window')
+    return
+  end
   local expected = rcall('HGETALL', recordKey .. ':expected')
   for i = 1, #expected, 2 do
     if rcall('SISMEMBER', recordKey .. ':reported', expected[i]) == 0 then
@@ -72,7 +77,8 @@ function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
         recoveryRecord.gatherUntil = gatherUntil
       else
         endWorkersGather(throttlePrefix, recoveryRecord.from)
-        recoveryRecord.perThrottle = true
+        local after = rcall('HMGET', throttlePrefix .. ':grantor', 'hold', 'perThrottle')
+        recoveryRecord.hold, recoveryRecord.perThrottle = after[1], after[2] == '1'
       end
     end
   end

@@ -39,21 +39,23 @@ export class DeliveryReporter {
       return;
     }
     this.awaitingEnd = true;
-    if (!vouches || !this.memory.whole) {
-      this.reportedEpoch = gathering;
-      this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, or too many buckets to remember): its throttles hold for their longest window');
-      return;
-    }
+    const tells = vouches && this.memory.whole;
     const report = this.memory.report(this.declared);
-    const args: (string | number)[] = [keys.throttlePrefix, this.workerId, gathering, report.declared, report.peers.length];
+    const args: (string | number)[] = [keys.throttlePrefix, this.workerId, gathering, tells ? '1' : '0', report.declared, report.peers.length];
     for (const [id, declared] of report.peers) args.push(id, declared);
-    args.push(report.buckets.length);
-    for (const [bucketId, slots] of report.buckets) {
-      args.push(bucketId, slots.length);
-      for (const [agoUs, count] of slots) args.push(agoUs, count);
+    args.push(tells ? report.buckets.length : 0);
+    if (tells) {
+      for (const [bucketId, slots] of report.buckets) {
+        args.push(bucketId, slots.length);
+        for (const [agoUs, count] of slots) args.push(agoUs, count);
+      }
     }
     const reply = (await runner.run('reportDeliveries', [keys.registryVersion], args)) as number[];
     this.reportedEpoch = gathering;
+    if (!tells) {
+      this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, leaseMs 0, or too many buckets to remember): its throttles hold for their longest window');
+      return;
+    }
     const ended = Number(reply[2]) === 2;
     this.logger.info({ queue: this.queue, workerId: this.workerId, counted: Number(reply[1]), gatherEnded: ended },
       'told the throttle namespace what this worker delivered before its Redis node lost it');
