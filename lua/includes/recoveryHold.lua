@@ -84,8 +84,14 @@ function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
   end
   if not recoveryRecord.from then return 0 end
   local untilMs = recoveryRecord.from + recoveryRecord.holdMs
-  -- While a workers' gather is on, nothing goes: the scripts look again when it is due to end.
-  if recoveryRecord.gatherUntil and recoveryRecord.gatherUntil > untilMs then untilMs = recoveryRecord.gatherUntil end
+  if recoveryRecord.gatherUntil then
+    -- While a workers' gather is on, nothing goes (the scripts look again when it is due to end), but for no
+    -- longer than the window hold: by then what the node lost has left every window of the throttle.
+    local longest = 0
+    for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
+    local gatherEnd = math.min(recoveryRecord.gatherUntil, untilMs + longest)
+    if gatherEnd > untilMs then untilMs = gatherEnd end
+  end
   if recoveryRecord.perThrottle then
     local own = tonumber(rcall('HGET', throttlePrefix .. ':grantor:holds', encodedName) or 0)
     if own > untilMs then untilMs = own end

@@ -27,8 +27,11 @@ export async function readRecoveryHold(client: RedisClient, grantorRecord: strin
   const kind = hold === 'window' ? 'window' : gatheringNow ? 'gather' : 'lease';
   // A rate's state is never counted again: it holds until a burst had time to fill, whatever the hold.
   const fillMs = tokenRate ? rateFillMs(tokenRate) : 0;
-  let until = Number(from) + Number(holdMs ?? 0) + (kind === 'window' ? Math.max(fillMs, ...limits.map((limit) => limit.windowMs)) : fillMs);
-  if (gatheringNow) until = Math.max(until, Number(gatherUntil ?? 0));
+  const longestWindow = Math.max(0, ...limits.map((limit) => limit.windowMs));
+  const base = Number(from) + Number(holdMs ?? 0);
+  // A gather holds no longer than the window hold would: by then what the node lost has left every window.
+  const gatherEnd = gatheringNow ? Math.max(base, Math.min(Number(gatherUntil ?? 0), base + longestWindow)) : base;
+  let until = kind === 'window' ? base + Math.max(fillMs, longestWindow) : gatherEnd + fillMs;
   if (perThrottle === '1') {
     const own = Number((await client.hget(`${grantorRecord}:holds`, encodeSegment(name))) ?? 0);
     if (own > until) return own > now ? { until: own, kind: 'window' } : null;
