@@ -1,10 +1,8 @@
 --[[
   An exact worker tells the namespace, while it gathers after a restart or failover lost what its node counted
   (includes/grantorRecovery, includes/recoveryHold's workers' gather), what it delivered lately, from its own
-  memory (src/worker/deliveryMemory.ts): each delivery is counted again in every limit of its bucket, as if
-  granted then with the longest lease, so that it counts at least as long as it did. Travel time makes a
-  delivery look more recent than it was: the safe direction. A delivery the node kept is counted twice: the
-  safe direction too. The worker counts as reported (a second report of the same gather counts nothing), and
+  memory (src/worker/deliveryMemory.ts), counted again (includes/countAgain). A delivery the node kept is
+  counted twice: the safe direction. The worker counts as reported (a second report of the same gather counts nothing), and
   the workers it saw alive within their throttles' longest window are expected too: when every expected worker
   has told, the gather ends, and the throttles go on after the hold's lease.
 
@@ -30,6 +28,7 @@ local rcall = redis.call
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
 --- @include "includes/bucketCounters"
+--- @include "includes/countAgain"
 
 local throttlePrefix, workerId, epoch = ARGV[1], ARGV[2], ARGV[3]
 local now = nowUs()
@@ -46,21 +45,7 @@ for _ = 1, tonumber(ARGV[6]) do
 end
 local counted = 0
 if ARGV[4] == '1' and rcall('SADD', reportedKey, workerId) == 1 then
-  for _ = 1, tonumber(ARGV[at]) do
-    local bucket = parseBucketId(ARGV[at + 1])
-    local slots = tonumber(ARGV[at + 2])
-    local counters = bucketCounters(throttlePrefix, bucket, now)
-    if counters then
-      for s = 1, slots do
-        local agoUs, count = tonumber(ARGV[at + 1 + 2 * s]), tonumber(ARGV[at + 2 + 2 * s])
-        for _, counter in ipairs(counters) do
-          addTokensReleasedAt(counter, now - agoUs + counter.g.windowMs * 1000 + hmaxUs, count)
-        end
-        counted = counted + count
-      end
-    end
-    at = at + 2 + 2 * slots
-  end
+  counted = countAgain(throttlePrefix, at, now, hmaxUs)
   saveBucketCounters()
 end
 -- Ended already (bucketCounters looked at a gather past its time), or every expected worker has told now.

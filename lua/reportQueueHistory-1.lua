@@ -23,6 +23,7 @@ local rcall = redis.call
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
 --- @include "includes/bucketCounters"
+--- @include "includes/countAgain"
 
 local throttlePrefix, queueId, wholeForUs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nowUs()
@@ -42,22 +43,7 @@ for t = 1, throttleCount do
     end
   end
 end
-local at = 6 + throttleCount
-for _ = 1, tonumber(ARGV[5 + throttleCount]) do
-  local bucket = parseBucketId(ARGV[at])
-  local slots = tonumber(ARGV[at + 1])
-  local counters = bucketCounters(throttlePrefix, bucket, now)
-  if counters then
-    for s = 1, slots do
-      local agoUs, count = tonumber(ARGV[at + 2 * s]), tonumber(ARGV[at + 2 * s + 1])
-      for _, counter in ipairs(counters) do
-        addTokensReleasedAt(counter, now - agoUs + counter.g.windowMs * 1000 + hmaxUs, count)
-      end
-      counted = counted + count
-    end
-  end
-  at = at + 2 + 2 * slots
-end
+counted = countAgain(throttlePrefix, 5 + throttleCount, now, hmaxUs)
 saveBucketCounters()
 rcall('SADD', recordKey .. ':reported', queueId)
 return { now, counted }

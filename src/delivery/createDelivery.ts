@@ -71,8 +71,10 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   }
   logger.info({ queue, delivery: mode, leaseMs: chosenHere ? 'chosen by the worker' : leaseMs }, `${mode} delivery`);
   const call = chosenHere ? () => setup.call(setup.startDeadlineMs()) : () => setup.call(leaseMs);
-  const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord, sentinelVouchOf(grantorConnection?.client ?? setup.client));
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), keys, sentinelVouchOf(setup.client)) : new LeasedDelivery({
+  // One vouch per client: without a grantor connection, the queue's and the grantor's are the same client.
+  const queueVouch = sentinelVouchOf(setup.client);
+  const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord, grantorConnection ? sentinelVouchOf(grantorConnection.client) : queueVouch);
+  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), keys, queueVouch) : new LeasedDelivery({
     queue: setup.runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,

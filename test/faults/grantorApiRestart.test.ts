@@ -1,26 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import IORedis from 'ioredis';
 import { Grantor, Throttle } from '../../src';
-import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
+import { SnapshotRedis } from '../support/snapshotRedis';
 
 /**
  * Grantor.grant on a Redis restarted from an older snapshot: the grants counted after the snapshot are
  * forgotten, so every limit holds for its window after the restart (nothing else recorded them).
  */
 describe('Grantor after a restart from an older snapshot', () => {
-  let dir: string;
-  let server: LocalRedisServer | undefined;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-grant-')); });
-  afterEach(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  let redis: SnapshotRedis;
+  beforeEach(() => { redis = new SnapshotRedis(); });
+  afterEach(() => redis.stop());
 
   it('grants nothing until the forgotten grants have left the window', async () => {
-    server = await startLocalRedisServer({ dir });
-    const port = server.port;
+    const port = await redis.start();
     const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
     const grantor = new Grantor({ connection, prefix: 'g' });
     const api = Throttle.named('api').limit(5, '2s');
@@ -32,9 +24,7 @@ describe('Grantor after a restart from an older snapshot', () => {
       admin.disconnect();
       const burst = await grantor.grant(Array.from({ length: 4 }, () => [{ throttle: api }]));
       expect(burst.every((r) => r.granted)).toBe(true);
-      process.kill(server.pid, 'SIGKILL');
-      await new Promise((r) => setTimeout(r, 200));
-      server = await startLocalRedisServer({ port, dir });
+      await redis.restartFromSnapshot();
       // Restored: one grant counted. Without the hold, four more would fit now.
       const after = await grantor.grant([[{ throttle: api }]]);
       expect(after[0].granted).toBe(false);

@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Job, Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
-import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { waitFor } from '../support/bullmq';
+import { SnapshotRedis } from '../support/snapshotRedis';
 
 /**
  * Issue 26, item 2: recovery in seconds, from what live workers remember. A Redis restarted from a snapshot
@@ -19,23 +16,12 @@ const N = 20;
 const HOUR = 3_600_000;
 
 describe('recovery from what live workers remember', () => {
-  let dir: string;
-  let server: LocalRedisServer | undefined;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-memory-')); });
-  afterEach(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  async function restartFromSnapshot(port: number): Promise<void> {
-    process.kill(server!.pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 200));
-    server = await startLocalRedisServer({ port, dir });
-  }
+  let redis: SnapshotRedis;
+  beforeEach(() => { redis = new SnapshotRedis(); });
+  afterEach(() => redis.stop());
 
   async function setUp() {
-    server = await startLocalRedisServer({ dir });
-    const connection = { host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
+    const connection = { host: '127.0.0.1', port: await redis.start(), maxRetriesPerRequest: null, retryStrategy: () => 50 };
     const starts: { processedOn: number; at: number; worker: string }[] = [];
     const queue = new Queue('hourly', { connection });
     queue.on('error', () => undefined);
@@ -65,7 +51,7 @@ describe('recovery from what live workers remember', () => {
       await saveSnapshot(connection);
       await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'first', data: { i } })));
       await waitFor(() => starts.length === 12, 10_000, 'the first burst');
-      await restartFromSnapshot(server!.port);
+      await redis.restartFromSnapshot();
       // The restored state has neither the burst's jobs nor its counts; 8 of the hour's 20 are left.
       await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
       const restartedAt = nowMs();
@@ -100,7 +86,7 @@ describe('recovery from what live workers remember', () => {
       clearInterval(gate.heartbeat);
       gate.closed = true;
       await Worker.prototype.close.call(b, true);
-      await restartFromSnapshot(server!.port);
+      await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
       await waitFor(async () => (await admin.throttleStats('api')).recoveryHold?.kind === 'window', 15_000, 'the hold for the hour');
       const { recoveryHold, at } = await admin.throttleStats('api');

@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
-import { LocalRedisServer, startLocalRedisServer } from '../../src/devRedis/localRedisServer';
 import { waitFor } from '../support/bullmq';
+import { SnapshotRedis } from '../support/snapshotRedis';
 
 /**
  * A single Redis restarted from an older state (a snapshot saved before a burst, then kill -9, then the
@@ -16,26 +13,15 @@ import { waitFor } from '../support/bullmq';
 const nowMs = () => performance.timeOrigin + performance.now();
 
 describe('a Redis restarted from an older snapshot', () => {
-  let dir: string;
-  let server: LocalRedisServer | undefined;
-  beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'bullmq-throttle-snapshot-')); });
-  afterEach(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  async function restartFromSnapshot(port: number): Promise<void> {
-    process.kill(server!.pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 200));
-    server = await startLocalRedisServer({ port, dir });
-  }
+  let redis: SnapshotRedis;
+  beforeEach(() => { redis = new SnapshotRedis(); });
+  afterEach(() => redis.stop());
 
   for (const durableRedis of [false, true]) {
     // leaseMs 0: the worker has no start deadline, so it remembers nothing of what it delivered (src/worker/
     // deliveryMemory.ts): nobody can tell the restarted node (test/faults/recoveryFromWorkers.test.ts has them tell).
     it(durableRedis ? 'with durableRedis, resumes after the lease margin (and may then exceed: the option trusts Redis)' : 'when no worker can tell what it delivered, holds the throttle for its longest window: never more than N in any W', async () => {
-      server = await startLocalRedisServer({ dir });
-      const port = server.port;
+      const port = await redis.start();
       const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
       const N = 20;
       const W = 3_000;
@@ -56,7 +42,7 @@ describe('a Redis restarted from an older snapshot', () => {
         admin.disconnect();
         await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'a', data: { i } })));
         await waitFor(() => starts.length === N, 10_000, 'the first burst');
-        await restartFromSnapshot(port);
+        await redis.restartFromSnapshot();
         // The restored state has neither the burst's jobs nor its counts: the next burst finds room at once.
         await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
         if (!durableRedis) {
@@ -90,8 +76,7 @@ describe('a Redis restarted from an older snapshot', () => {
     }, 60_000);
   }
   it('saved before the namespace\'s first delivery: the workers remember its node, so the throttle holds rather than counting from nothing', async () => {
-    server = await startLocalRedisServer({ dir });
-    const port = server.port;
+    const port = await redis.start();
     const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null, retryStrategy: () => 50 };
     const N = 20;
     const W = 3_000;
@@ -112,7 +97,7 @@ describe('a Redis restarted from an older snapshot', () => {
       // A heartbeat reads the identity the first delivery recorded.
       const gate = (worker as unknown as { gate: { namespaceIdentity: { known: string } } }).gate;
       await waitFor(() => gate.namespaceIdentity.known !== '', 5_000, 'the worker to know the namespace\'s node');
-      await restartFromSnapshot(port);
+      await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
       await waitFor(() => starts.length === 2 * N, 20_000, 'the second burst');
       process.stderr.write(`snapshot before the first delivery: second burst began ${starts[N] - starts[N - 1]} ms after the first ended\n`);

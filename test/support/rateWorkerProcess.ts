@@ -19,6 +19,7 @@ const worker = new ThrottledWorker(config.queue, async (job) => {
 }, { connection: connectionFor(config.url), prefix: config.prefix, concurrency: config.concurrency, throttles });
 setTimeout(async () => {
   await worker.close();
-  process.stdout.write(JSON.stringify(deliveries));
+  // Jobs put back for starting late spent a rate token each that no processor used (rates keep what they grant).
+  process.stdout.write(JSON.stringify({ deliveries, putBack: worker.startDeadline.putBack }));
   process.exit(0);
 }, config.runMs);

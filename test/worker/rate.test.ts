@@ -29,7 +29,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     await redis.quit();
   });
 
-  const run = (queue: string, config: object) => new Promise<Delivered[]>((resolve, reject) => {
+  const run = (queue: string, config: object) => new Promise<{ deliveries: Delivered[]; putBack: number }>((resolve, reject) => {
     execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'rateWorkerProcess.ts')], {
       env: { ...process.env, RATE_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue, ...config }) },
       maxBuffer: 64 << 20,
@@ -44,7 +44,9 @@ describe('rate(n, per, { burst }) across processes', () => {
     await a.addBulk(jobs(400));
     await b.addBulk(jobs(400));
     const config = { runMs: 5_000, concurrency: 10, shared };
-    const all = (await Promise.all([run('rate-a', config), run('rate-a', config), run('rate-b', config)])).flat();
+    const runs = await Promise.all([run('rate-a', config), run('rate-a', config), run('rate-b', config)]);
+    const all = runs.flatMap((r) => r.deliveries);
+    const putBack = runs.reduce((sum, r) => sum + r.putBack, 0);
     const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
     const rate = { n: shared.n, perMs: 1000, burst: shared.burst };
     expect(excessWithMsTimes(times, rate)).toBeLessThanOrEqual(0);
@@ -53,8 +55,10 @@ describe('rate(n, per, { burst }) across processes', () => {
     // burst is granted short of what processors may start meanwhile (their start deadline, 100 ms at most here).
     const firstBurst = shared.burst - (shared.n * rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)) / 1000;
     const spanMs = times[times.length - 1] - times[0];
-    const sustained = (times.length - firstBurst) / ((spanMs * shared.n) / 1000);
-    process.stderr.write(`rate 40/s burst 8, 3 processes, 2 queues: ${times.length} deliveries in ${spanMs} ms, sustained ${(100 * sustained).toFixed(2)}% of n/per\n`);
+    // The rate grants at n/per; a job put back for starting late wasted the token it was granted (rates keep
+    // what they grant): granted, the deliveries and those, is what must reach 99%.
+    const sustained = (times.length + putBack - firstBurst) / ((spanMs * shared.n) / 1000);
+    process.stderr.write(`rate 40/s burst 8, 3 processes, 2 queues: ${times.length} deliveries and ${putBack} put back in ${spanMs} ms, granted ${(100 * sustained).toFixed(2)}% of n/per\n`);
     expect(sustained).toBeGreaterThanOrEqual(0.99);
   });
 
@@ -64,7 +68,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     const shared = { n: 60, per: '1s', burst: 10 };
     const perCustomer = { n: 12, per: '1s', burst: 3 };
     const config = { runMs: 4_000, concurrency: 8, shared, perCustomer, processMs: 30 };
-    const all = (await Promise.all([run('rate-keyed', config), run('rate-keyed', config)])).flat();
+    const all = (await Promise.all([run('rate-keyed', config), run('rate-keyed', config)])).flatMap((r) => r.deliveries);
     for (const at of ['processedOn', 'startedAt'] as const) {
       expect(excessWithMsTimes(all.map((d) => d[at]), { n: 60, perMs: 1000, burst: 10 })).toBeLessThanOrEqual(0);
       for (const customer of ['c0', 'c1', 'c2', 'c3']) {
