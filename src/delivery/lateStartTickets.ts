@@ -87,4 +87,3 @@ function splitGrant(grant: string): [string, string, string] {
   const second = grant.indexOf(':', first + 1);
   return [grant.slice(0, first), grant.slice(first + 1, second), grant.slice(second + 1)];
 }
-
