@@ -29,9 +29,7 @@ import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
-import { DeliveryMemory, declaredLongest } from './deliveryMemory';
-import { DeliveryReporter } from './deliveryReporter';
-import { NamespaceIdentity } from './namespaceIdentity';
+import { NamespaceRecovery } from './namespaceRecovery';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
@@ -71,9 +69,8 @@ export interface GateOptions {
  */
 export class ThrottleGate implements Gate {
   readonly workerId = randomUUID();
-  /** What this worker delivered lately, told to the namespace when its node loses it (src/worker/deliveryMemory.ts). */
-  private readonly memory = new DeliveryMemory(this.workerId);
-  private reporter?: DeliveryReporter;
+  /** What this worker remembers for when the namespace's node loses its counts (src/worker/namespaceRecovery.ts). */
+  private readonly recovery: NamespaceRecovery;
   readonly keys: ThrottleKeys;
   readonly queueKeys: QueueThrottleKeys;
   readonly ready: Promise<void>;
@@ -113,6 +110,7 @@ export class ThrottleGate implements Gate {
     this.keys = new ThrottleKeys(options.prefix, options.namespace);
     assertNamespaceUsable(`ThrottledWorker('${options.queue}')`, 'throttlePrefix (by default the prefix)', options.namespace, this.keys.namespaceBase);
     this.queueKeys = this.keys.queue(options.queue);
+    this.recovery = new NamespaceRecovery(this.workerId, options.throttles, options.logger, options.queue);
     this.jobs = new ProcessedJobs({
       queue: options.queue, logger: options.logger, keys: this.keys, queueKeys: this.queueKeys, workerId: this.workerId,
       declarationTtlMs: options.declarationTtlMs, config: () => this.lifecycle.config, classifier: () => this.classifier,
@@ -290,7 +288,6 @@ export class ThrottleGate implements Gate {
   }
 
   private refreshing?: Promise<void>;
-  private readonly namespaceIdentity = new NamespaceIdentity();
 
   private refreshInBackground(): void {
     this.refreshing ??= this.beat().finally(() => { this.refreshing = undefined; });
@@ -303,10 +300,10 @@ export class ThrottleGate implements Gate {
       await forgetRemovedJobs(this.runner!, this.backend!.keys.events, this.queueKeys);
       await this.detector?.check(this.lifecycle.liveEntries);
       await this.namespaceCheck.check(this.namespaceRunner!);
-      await this.namespaceIdentity.refresh(this.namespaceClient(), this.keys.grantorRecord);
-      this.memory.notePeers(this.lifecycle.liveEntries);
-      this.reporter ??= new DeliveryReporter(this.memory, this.workerId, declaredLongest(this.options.throttles.map(declarationData)), this.options.logger, this.options.queue);
-      if (this.delivery?.mode === 'exact') await this.reporter.check(this.namespaceRunner!, this.namespaceClient(), this.keys, this.deadlines.currentMs() > 0, () => this.wakeThrottles());
+      await this.recovery.beat({
+        runner: this.namespaceRunner!, client: this.namespaceClient(), keys: this.keys, liveEntries: this.lifecycle.liveEntries,
+        exact: this.delivery?.mode === 'exact', vouches: this.deadlines.currentMs() > 0, wake: () => this.wakeThrottles(),
+      });
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       await this.jobs.publishDispatchDelay();
@@ -385,7 +382,7 @@ export class ThrottleGate implements Gate {
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
     if (this.delivery!.mode === 'exact') {
       if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
-      if (reply.tickets) this.memory.noteDeliveries(reply.tickets);
+      this.recovery.delivered(reply.tickets);
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }
@@ -411,7 +408,7 @@ export class ThrottleGate implements Gate {
       call: (leaseMs) => ({
         bullmqKeys: this.backend!.keys, queueKeys: this.queueKeys, throttlePrefix: this.keys.throttlePrefix,
         lockDuration: this.lockDuration, leaseMs, limiter: this.limiter, durableRedis: this.options.durableRedis ?? false,
-        knownNodeId: this.namespaceIdentity.known,
+        knownNodeId: this.recovery.knownNodeId,
       }),
       throttles: () => (this.lifecycle.config?.throttles ?? []).map((t) => encodeSegment(t.name)),
       concurrencyThrottles: () => (this.lifecycle.config?.throttles ?? []).filter((t) => t.maxInFlight !== undefined).map((t) => encodeSegment(t.name)),
@@ -419,7 +416,7 @@ export class ThrottleGate implements Gate {
       concurrency: this.options.concurrency,
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
-      knownNodeId: () => this.namespaceIdentity.known,
+      knownNodeId: () => this.recovery.knownNodeId,
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;

@@ -95,8 +95,8 @@ describe('a Redis restarted from an older snapshot', () => {
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'a', data: { i } })));
       await waitFor(() => starts.length === N, 10_000, 'the first burst');
       // A heartbeat reads the identity the first delivery recorded.
-      const gate = (worker as unknown as { gate: { namespaceIdentity: { known: string } } }).gate;
-      await waitFor(() => gate.namespaceIdentity.known !== '', 5_000, 'the worker to know the namespace\'s node');
+      const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
+      await waitFor(() => gate.recovery.knownNodeId !== '', 5_000, 'the worker to know the namespace\'s node');
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
       await waitFor(() => starts.length === 2 * N, 20_000, 'the second burst');

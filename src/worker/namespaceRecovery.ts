@@ -1,0 +1,57 @@
+import type { Logger } from 'pino';
+import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
+import { ScriptRunner } from '../lua/scripts';
+import { RedisClient } from '../redis/connection';
+import { declarationData } from './declarationRegistry';
+import { DeliveryMemory, declaredLongest } from './deliveryMemory';
+import { DeliveryReporter } from './deliveryReporter';
+import { NamespaceIdentity } from './namespaceIdentity';
+import { RegistryEntry } from './queueConfig';
+
+/** What a heartbeat gives the worker's recovery: where the namespace is, and what the worker is now. */
+export interface RecoveryBeat {
+  readonly runner: ScriptRunner;
+  readonly client: RedisClient;
+  readonly keys: ThrottleKeys;
+  readonly liveEntries: readonly RegistryEntry[];
+  /** Exact delivery: the namespace's node counted this worker's deliveries itself. */
+  readonly exact: boolean;
+  /** Every delivery came with a ticket (a start deadline), so the memory is whole. */
+  readonly vouches: boolean;
+  /** The queue's classes look again now. */
+  readonly wake: () => Promise<void>;
+}
+
+/**
+ * What a worker keeps so that the node counting its namespace can lose its counts (a restart from an older
+ * state, a failover to a replica that lacked them) without the throttles holding for their longest window: the
+ * node's identity it saw (namespaceIdentity.ts), what it delivered and which workers it saw (deliveryMemory.ts),
+ * told to the namespace's workers' gather on a heartbeat (deliveryReporter.ts).
+ */
+export class NamespaceRecovery {
+  private readonly identity = new NamespaceIdentity();
+  private readonly memory: DeliveryMemory;
+  private readonly reporter: DeliveryReporter;
+
+  constructor(workerId: string, declarations: readonly ThrottleSpec[], logger: Logger, queue: string) {
+    this.memory = new DeliveryMemory(workerId);
+    this.reporter = new DeliveryReporter(this.memory, workerId, declaredLongest(declarations.map(declarationData)), logger, queue);
+  }
+
+  /** The namespace's node identity last seen recorded ('' for none): every delivery call and lease request sends it. */
+  get knownNodeId(): string {
+    return this.identity.known;
+  }
+
+  /** An exact delivery call's tickets: what it delivered. */
+  delivered(tickets: readonly string[] | undefined): void {
+    if (tickets) this.memory.noteDeliveries(tickets);
+  }
+
+  async beat(beat: RecoveryBeat): Promise<void> {
+    await this.identity.refresh(beat.client, beat.keys.grantorRecord);
+    this.memory.notePeers(beat.liveEntries);
+    if (beat.exact) await this.reporter.check(beat.runner, beat.client, beat.keys, beat.vouches, beat.wake);
+  }
+}
