@@ -5,8 +5,11 @@ import { RegistryEntry } from './queueConfig';
 
 /** A bucket's memory is kept in this many slots of its longest window. */
 const SLOTS_PER_WINDOW = 64;
-/** More buckets than this, and the worker stops remembering: it can no longer vouch for what it delivered. */
-const MOST_BUCKETS = 100_000;
+/**
+ * More slots than this (over every bucket), and the worker stops remembering: it can no longer vouch for what it
+ * delivered. A slot costs some 50 bytes: at most about 25 MB, e.g. 8,000 buckets busy in every slot of their window.
+ */
+const MOST_SLOTS = 500_000;
 /** Slots are swept of what left every window after this many deliveries. */
 const SWEEP_EVERY = 10_000;
 
@@ -34,7 +37,7 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
 
 /**
  * What this worker delivered through the namespace's node lately, per bucket, for each throttle's longest
- * window (bounded: 64 slots a bucket, at most 100,000 buckets), and which workers it saw alive: so that when
+ * window (bounded: 64 slots a bucket, at most 500,000 slots in all), and which workers it saw alive: so that when
  * the node comes back without them (a restart from an older state, a failover to a replica that lacked them),
  * the workers tell what was forgotten and the throttles go on within seconds instead of holding for their
  * longest window (lua/reportDeliveries-1.lua). Deliveries are known from the delivery calls' tickets, which
@@ -46,6 +49,7 @@ export class DeliveryMemory {
   private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
   private overflowed = false;
   private sinceSweep = 0;
+  private slotCount = 0;
 
   constructor(private readonly workerId: string) {}
 
@@ -99,22 +103,27 @@ export class DeliveryMemory {
   private note(bucketId: string, longestMs: number, cost: number, now: number): void {
     let memory = this.buckets.get(bucketId);
     if (!memory || memory.longestMs < longestMs) {
-      if (!memory && this.buckets.size >= MOST_BUCKETS) {
-        this.overflowed = true;
-        this.buckets.clear();
-        return;
-      }
       memory = { longestMs, slotMs: Math.max(1, Math.ceil(longestMs / SLOTS_PER_WINDOW)), slots: memory?.slots ?? new Map() };
       this.buckets.set(bucketId, memory);
     }
     const start = Math.floor(now / memory.slotMs) * memory.slotMs;
-    memory.slots.set(start, (memory.slots.get(start) ?? 0) + cost);
+    const before = memory.slots.get(start);
+    memory.slots.set(start, (before ?? 0) + cost);
+    if (before === undefined && ++this.slotCount > MOST_SLOTS) {
+      this.overflowed = true;
+      this.buckets.clear();
+    }
   }
 
   private sweep(now: number): void {
     this.sinceSweep = 0;
     for (const [bucketId, memory] of this.buckets) {
-      for (const start of memory.slots.keys()) if (start + memory.slotMs < now - memory.longestMs) memory.slots.delete(start);
+      for (const start of memory.slots.keys()) {
+        if (start + memory.slotMs < now - memory.longestMs) {
+          memory.slots.delete(start);
+          this.slotCount--;
+        }
+      }
       if (memory.slots.size === 0) this.buckets.delete(bucketId);
     }
   }
