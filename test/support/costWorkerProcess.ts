@@ -7,9 +7,10 @@ import { Cost, Throttle, ThrottledWorker } from '../../src';
 import { connectionFor } from './bullmq';
 
 const config = JSON.parse(process.env.COST_WORKER ?? '{}') as { url: string; grantorUrl?: string; prefix: string; queue: string; runMs: number; tokens: number; requests: number };
-const delivered: { at: number; cost: number }[] = [];
+// at: processedOn (Redis's clock); startedAt: the moment the processor starts (this machine's clock).
+const delivered: { at: number; startedAt: number; cost: number }[] = [];
 const worker = new ThrottledWorker(config.queue, async (job) => {
-  delivered.push({ at: job.processedOn!, cost: job.data.tokens });
+  delivered.push({ at: job.processedOn!, startedAt: performance.timeOrigin + performance.now(), cost: job.data.tokens });
   await new Promise((resolve) => setTimeout(resolve, 5 + Math.floor(Math.random() * 30)));
 }, {
   connection: connectionFor(config.url), prefix: config.prefix, concurrency: 8,

@@ -3,9 +3,10 @@ import { Key, Throttle, ThrottledWorker } from '../../src';
 import { connectionFor } from './bullmq';
 
 const config = JSON.parse(process.env.GUARANTEE_WORKER ?? '{}') as { url: string; prefix: string; queue: string; runMs: number };
-const deliveries: { processedOn: number; customer: string }[] = [];
+const deliveries: { processedOn: number; startedAt: number; customer: string }[] = [];
 const worker = new ThrottledWorker(config.queue, async (job) => {
-  deliveries.push({ processedOn: job.processedOn!, customer: job.data.customer });
+  // startedAt: the moment the processor starts, on this machine's clock (the test's processes share it).
+  deliveries.push({ processedOn: job.processedOn!, startedAt: performance.timeOrigin + performance.now(), customer: job.data.customer });
 }, {
   connection: connectionFor(config.url), prefix: config.prefix, concurrency: 10,
   throttles: [
