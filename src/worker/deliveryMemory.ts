@@ -13,6 +13,11 @@ const MOST_SLOTS = 500_000;
 /** Slots are swept of what left every window after this many deliveries. */
 const SWEEP_EVERY = 10_000;
 
+/** Tickets kept parsed (cleared when full). */
+const PARSED_TICKETS = 4_096;
+
+interface TicketWindows { readonly bucketId: string; readonly longestMs: number; readonly cost: number }
+
 interface BucketMemory {
   readonly longestMs: number;
   readonly slotMs: number;
@@ -47,6 +52,7 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
 export class DeliveryMemory {
   private readonly buckets = new Map<string, BucketMemory>();
   private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
+  private readonly parsedTickets = new Map<string, readonly TicketWindows[]>();
   private overflowed = false;
   private sinceSweep = 0;
   private slotCount = 0;
@@ -58,20 +64,31 @@ export class DeliveryMemory {
     if (this.overflowed) return;
     for (const ticket of tickets) {
       if (!ticket) continue;
-      // A rate's deadline ("<H>#") says nothing of the windows (includes/exactRoom's roomTicketing).
-      const body = ticket.slice(ticket.indexOf('#') + 1);
-      for (const part of body.split('|')) {
-        const at = part.lastIndexOf('@');
-        const dollar = part.lastIndexOf('$', at);
-        const windows = part.slice(at + 1).split(',').filter(Boolean).map(Number);
-        // A rate's state is not counted again from memory: it holds until a burst can fill (includes/recoveryHold).
-        if (windows.length === 0) continue;
-        this.note(part.slice(0, dollar), Math.max(...windows), Number(part.slice(dollar + 1, at)), now);
+      for (const { bucketId, longestMs, cost } of this.parsed(ticket)) {
+        this.note(bucketId, longestMs, cost, now);
         if (this.overflowed) return;
       }
     }
     this.sinceSweep += tickets.length;
     if (this.sinceSweep >= SWEEP_EVERY) this.sweep(now);
+  }
+
+  /** The windowed buckets a ticket names; the same tickets come again and again (a bucket's jobs), so they are kept parsed. */
+  private parsed(ticket: string): readonly TicketWindows[] {
+    const known = this.parsedTickets.get(ticket);
+    if (known) return known;
+    const parts: TicketWindows[] = [];
+    // A rate's deadline ("<H>#") says nothing of the windows (includes/exactRoom's roomTicketing).
+    for (const part of ticket.slice(ticket.indexOf('#') + 1).split('|')) {
+      const at = part.lastIndexOf('@');
+      const dollar = part.lastIndexOf('$', at);
+      const windows = part.slice(at + 1).split(',').filter(Boolean).map(Number);
+      // A rate's state is not counted again from memory: it holds until a burst can fill (includes/recoveryHold).
+      if (windows.length > 0) parts.push({ bucketId: part.slice(0, dollar), longestMs: Math.max(...windows), cost: Number(part.slice(dollar + 1, at)) });
+    }
+    if (this.parsedTickets.size >= PARSED_TICKETS) this.parsedTickets.clear();
+    this.parsedTickets.set(ticket, parts);
+    return parts;
   }
 
   /** The registry's live entries as a heartbeat read them: the exact workers among them are remembered as seen. */
