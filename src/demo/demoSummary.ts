@@ -5,20 +5,28 @@ import { Delivery, PER_CUSTOMER_LIMIT, SMALL_CUSTOMERS, STRIPE_LIMIT } from './d
 
 export interface GuaranteeCheck {
   what: string;
+  /** The most in any 1 s from processedOn, and from processor starts. */
+  atProcessedOn: number;
+  atStart: number;
+  /** The larger of the two: what must stay within the limit. */
   most: number;
   limit: number;
 }
 
-/** Per throttled bucket, the most deliveries in any 1 s, from processedOn (the Redis clock at each delivery). */
+/**
+ * Per throttled bucket, the most deliveries in any 1 s, from processedOn (the Redis clock at each delivery) and
+ * from the moment each processor started (where the API it calls sees it).
+ */
 export function guaranteeChecks(delivered: readonly Delivery[]): GuaranteeCheck[] {
-  const times = (match: (d: Delivery) => boolean) => delivered.filter(match).map((d) => d.processedOn);
+  const check = (what: string, match: (d: Delivery) => boolean, limit: number): GuaranteeCheck => {
+    const mine = delivered.filter(match);
+    const atProcessedOn = mostInAnyWindow(mine.map((d) => d.processedOn), 1000);
+    const atStart = mostInAnyWindow(mine.map((d) => d.startedAt), 1000);
+    return { what, atProcessedOn, atStart, most: Math.max(atProcessedOn, atStart), limit };
+  };
   return [
-    { what: 'stripe: most charges in any 1 s', most: mostInAnyWindow(times((d) => d.charge), 1000), limit: STRIPE_LIMIT },
-    ...['acme', ...SMALL_CUSTOMERS].map((customer) => ({
-      what: `stripe-per-customer ${customer}: most in any 1 s`,
-      most: mostInAnyWindow(times((d) => d.bucket === customer), 1000),
-      limit: PER_CUSTOMER_LIMIT,
-    })),
+    check('stripe: most charges in any 1 s', (d) => d.charge, STRIPE_LIMIT),
+    ...['acme', ...SMALL_CUSTOMERS].map((customer) => check(`stripe-per-customer ${customer}: most in any 1 s`, (d) => d.bucket === customer, PER_CUSTOMER_LIMIT)),
   ];
 }
 
@@ -32,8 +40,8 @@ export function summaryLines(delivered: readonly Delivery[], checks: readonly Gu
   const ok = allDelivered && checks.every((c) => c.most <= c.limit);
   return [
     '',
-    ...wrapWords('The guarantee, checked from job.processedOn (the Redis clock at each delivery):', width),
-    ...textTable(checks.map((c) => [c.most <= c.limit ? 'ok' : 'FAIL', c.what, `${c.most} ≤ ${c.limit}`]), { indent: '  ', align: ['left', 'left', 'right'] }),
+    ...wrapWords('The guarantee, checked from job.processedOn (the Redis clock at each delivery) / from the moment each processor started (where the API sees it):', width),
+    ...textTable(checks.map((c) => [c.most <= c.limit ? 'ok' : 'FAIL', c.what, `${c.atProcessedOn} / ${c.atStart} ≤ ${c.limit}`]), { indent: '  ', align: ['left', 'left', 'right'] }),
     '',
     ...wrapWords(`Flowing past the big backlog: emails all delivered by ${finishedAt((d) => d.bucket === 'emails')} s, `
       + `small customers by ${finishedAt((d) => SMALL_CUSTOMERS.includes(d.bucket))} s, `

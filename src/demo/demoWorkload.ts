@@ -42,12 +42,14 @@ export interface Delivery {
   bucket: string;
   charge: boolean;
   processedOn: number;
+  /** When its processor started (ms, this process's clock): where the API it calls sees it. */
+  startedAt: number;
 }
 
 /** The demo's worker: both throttles, each delivery handed to `onDelivery` as its processor starts. */
 export function startDemoWorker(options: { connection: ConnectionOptions; prefix: string; onDelivery: (delivery: Delivery) => void }): ThrottledWorker {
   return new ThrottledWorker('orders', async (job: Job) => {
-    options.onDelivery({ bucket: bucketOf(job), charge: job.name === 'charge', processedOn: job.processedOn! });
+    options.onDelivery({ bucket: bucketOf(job), charge: job.name === 'charge', processedOn: job.processedOn!, startedAt: performance.timeOrigin + performance.now() });
     await new Promise((r) => setTimeout(r, 20)); // "call Stripe"
   }, {
     connection: options.connection, prefix: options.prefix, concurrency: 20,
