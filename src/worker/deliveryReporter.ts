@@ -53,7 +53,7 @@ export class DeliveryReporter {
     const reply = (await runner.run('reportDeliveries', [keys.registryVersion], args)) as number[];
     this.reportedEpoch = gathering;
     if (!tells) {
-      this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, leaseMs 0, or too many buckets to remember): its throttles hold for their longest window');
+      this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, leaseMs 0, or more than its memory holds): its throttles hold for their longest window');
       return;
     }
     const ended = Number(reply[2]) === 2;
