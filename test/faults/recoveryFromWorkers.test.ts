@@ -1,7 +1,8 @@
-import { Job, Queue, Worker } from 'bullmq';
+import { Job, Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { waitFor } from '../support/bullmq';
+import { crash } from '../support/crashWorker';
 import { SnapshotRedis } from '../support/snapshotRedis';
 
 /**
@@ -81,11 +82,7 @@ describe('recovery from what live workers remember', () => {
       await waitFor(() => starts.length === 12, 10_000, 'the first burst');
       // Both have seen each other in the registry by now (a heartbeat every 500 ms).
       await new Promise((r) => setTimeout(r, 1_200));
-      // b dies as a crash would: no more heartbeats, no withdrawal.
-      const gate = (b as unknown as { gate: { heartbeat?: NodeJS.Timeout; closed: boolean } }).gate;
-      clearInterval(gate.heartbeat);
-      gate.closed = true;
-      await Worker.prototype.close.call(b, true);
+      await crash(b);
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
       await waitFor(async () => (await admin.throttleStats('api')).recoveryHold?.kind === 'window', 15_000, 'the hold for the hour');

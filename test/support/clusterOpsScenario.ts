@@ -3,6 +3,7 @@ import { Cluster } from 'ioredis';
 import pino from 'pino';
 import { Key, Throttle, ThrottleAdmin, ThrottledWorker } from '../../src';
 import { waitFor } from './bullmq';
+export { crash } from './crashWorker';
 import { newClusterClient } from './clusterClient';
 import { RedisCluster, startRedisCluster } from './redisCluster';
 
@@ -116,12 +117,4 @@ export async function startClusterOpsScenario(options: { declarationTtlMs?: numb
     throw error;
   }
   return { cluster, client, admin, workers, delivered, close };
-}
-
-/** Stops a worker as a crash would: no more heartbeats, no withdrawal, so its declaration lapses after its TTL. */
-export async function crash(worker: ThrottledWorker): Promise<void> {
-  const gate = (worker as unknown as { gate: { heartbeat?: NodeJS.Timeout; closed: boolean } }).gate;
-  clearInterval(gate.heartbeat);
-  gate.closed = true;
-  await Worker.prototype.close.call(worker, true);
 }

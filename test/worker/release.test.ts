@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { getThrottledCount, Key, QueueStillThrottledError, Throttle, ThrottleAdmin, ThrottledWorker } from '../../src';
+import { getThrottledCount, Key, QueueStillThrottledError, Throttle, ThrottleAdmin } from '../../src';
+import { crash } from '../support/crashWorker';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { releaseHeldBatch } from '../../src/worker/heldJobRelease';
@@ -20,14 +21,6 @@ const attributes = (job: { data: unknown }) => ({ tier: (job.data as { tier?: st
 async function accounted(queue: Queue): Promise<number> {
   const counts = await queue.getJobCounts();
   return Object.values(counts).reduce((sum, n) => sum + n, 0) + (await getThrottledCount(queue)).throttled;
-}
-
-/** Stops a worker as a crash would: no more heartbeats, no withdrawal, so its declaration lapses after its TTL. */
-async function crash(worker: ThrottledWorker): Promise<void> {
-  const gate = (worker as unknown as { gate: { heartbeat?: NodeJS.Timeout; closed: boolean } }).gate;
-  clearInterval(gate.heartbeat);
-  gate.closed = true;
-  await Worker.prototype.close.call(worker, true);
 }
 
 function jobs(labels: string[], opts: Record<string, object> = {}) {

@@ -1,0 +1,10 @@
+import { Worker } from 'bullmq';
+import { ThrottledWorker } from '../../src';
+
+/** Stops a worker as a crash would: no more heartbeats, no withdrawal, so its declaration lapses after its TTL. */
+export async function crash(worker: ThrottledWorker): Promise<void> {
+  const gate = (worker as unknown as { gate: { heartbeat?: NodeJS.Timeout; closed: boolean } }).gate;
+  clearInterval(gate.heartbeat);
+  gate.closed = true;
+  await Worker.prototype.close.call(worker, true);
+}
