@@ -28,7 +28,16 @@ interface TicketBucket {
 }
 
 /**
- * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!"): per bucket "<bucket id>$<cost>@<windows>"
+ * An exact ticket's rate deadline: "<H ms>#" before the buckets when a rate's lease H is the job's deadline
+ * (lua/includes/exactRoom.lua's roomTicketing; '#' never occurs in a bucket id), and the buckets after it.
+ */
+export function rateDeadlineOf(ticket: string): { deadlineMs?: number; buckets: string } {
+  const sharp = ticket.indexOf('#');
+  return sharp < 0 ? { buckets: ticket } : { deadlineMs: Number(ticket.slice(0, sharp)), buckets: ticket.slice(sharp + 1) };
+}
+
+/**
+ * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!" or an exact one's "<H>#"): per bucket "<bucket id>$<cost>@<windows>"
  * (exact, windows joined by ',') or "<bucket id>$<cost>@^<grants>" (leased, grants joined by ','), joined by '|'.
  * Bucket ids are encoded (src/keys/keyEncoding.ts): '|', '$', '@', '^' and ',' never occur in them.
  */

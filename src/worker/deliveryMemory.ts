@@ -1,4 +1,5 @@
 import { longestSpanMs } from '../declarations/mergeDeclarations';
+import { bucketsOfTicket, rateDeadlineOf } from '../delivery/lateStartTickets';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RegistryEntry } from './queueConfig';
@@ -77,15 +78,11 @@ export class DeliveryMemory {
   private parsed(ticket: string): readonly TicketWindows[] {
     const known = this.parsedTickets.get(ticket);
     if (known) return known;
-    const parts: TicketWindows[] = [];
-    // A rate's deadline ("<H>#") says nothing of the windows (includes/exactRoom's roomTicketing).
-    for (const part of ticket.slice(ticket.indexOf('#') + 1).split('|')) {
-      const at = part.lastIndexOf('@');
-      const dollar = part.lastIndexOf('$', at);
-      const windows = part.slice(at + 1).split(',').filter(Boolean).map(Number);
-      // A rate's state is not counted again from memory: it holds until a burst can fill (includes/recoveryHold).
-      if (windows.length > 0) parts.push({ bucketId: part.slice(0, dollar), longestMs: Math.max(...windows), cost: Number(part.slice(dollar + 1, at)) });
-    }
+    // A rate's state is not counted again from memory (it holds until a burst can fill: includes/recoveryHold),
+    // so only the buckets a window counted; a rate's deadline says nothing of them.
+    const parts = bucketsOfTicket(rateDeadlineOf(ticket).buckets)
+      .filter((b) => b.windows.length > 0)
+      .map((b) => ({ bucketId: b.bucketId, longestMs: Math.max(...b.windows), cost: b.cost }));
     if (this.parsedTickets.size >= PARSED_TICKETS) this.parsedTickets.clear();
     this.parsedTickets.set(ticket, parts);
     return parts;

@@ -1,4 +1,4 @@
-import type { LateDelivery } from '../delivery/lateStartTickets';
+import { LateDelivery, rateDeadlineOf } from '../delivery/lateStartTickets';
 import type { Limit } from '../declarations/Limit';
 
 /** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
@@ -92,11 +92,9 @@ export class StartDeadlines {
     // would waste a rate's token (rates keep what they grant). A rate whose lease is shorter than h names it
     // first ("<H>#"), and the job must start within that.
     jobIds.forEach((id, i) => {
-      const ticket = tickets[i];
-      if (!ticket) return;
-      const sharp = ticket.indexOf('#');
-      if (sharp < 0) this.pending.set(id, { sentAt, hMs, deadlineMs: hMs, grantUs, ticket });
-      else this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, Number(ticket.slice(0, sharp))), grantUs, ticket: ticket.slice(sharp + 1) });
+      if (!tickets[i]) return;
+      const { deadlineMs, buckets } = rateDeadlineOf(tickets[i]);
+      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets });
     });
   }
 
