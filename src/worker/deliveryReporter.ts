@@ -1,8 +1,13 @@
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
-import { RedisClient } from '../redis/connection';
 import { DeliveryMemory } from './deliveryMemory';
+
+/** The fields of the namespace's record (`<throttlePrefix>:grantor`) a workers' gather is read from (null: absent). */
+export interface GatherRecord {
+  readonly hold: string | null;
+  readonly gathering: string | null;
+}
 
 /**
  * Tells a workers' gather (lua/includes/recoveryHold.lua) what this worker delivered, once per gather, from its
@@ -26,11 +31,12 @@ export class DeliveryReporter {
   ) {}
 
   /**
+   * `record`: the namespace record's `hold` and `gathering` as the heartbeat read them.
    * `vouches`: whether this worker's deliveries all came with tickets (exact delivery with a start deadline).
    * `wake`: the queue's classes look again now (they waited for the gather's latest end, gatherUntil).
    */
-  async check(runner: ScriptRunner, client: RedisClient, keys: ThrottleKeys, vouches: boolean, wake: () => Promise<void>): Promise<void> {
-    const [hold, gathering] = await client.hmget(keys.grantorRecord, 'hold', 'gathering');
+  async check(runner: ScriptRunner, keys: ThrottleKeys, record: GatherRecord, vouches: boolean, wake: () => Promise<void>): Promise<void> {
+    const { hold, gathering } = record;
     if (hold !== 'gather' || !gathering || gathering === this.reportedEpoch) {
       if (this.awaitingEnd && (hold !== 'gather' || gathering !== this.reportedEpoch)) {
         this.awaitingEnd = false;

@@ -1,5 +1,3 @@
-import { RedisClient } from '../redis/connection';
-
 /**
  * The identity of the Redis node counting the throttle namespace, as this worker last saw it recorded
  * (lua/includes/nodeIdentity.lua), read on each heartbeat. Sent with every exact delivery call, it lets the
@@ -15,9 +13,9 @@ export class NamespaceIdentity {
     return this.seen;
   }
 
-  async refresh(client: RedisClient, recordKey: string): Promise<void> {
+  /** The record's `id` as a heartbeat read it (null: no record). */
+  note(id: string | null): void {
     // A record that is gone keeps the identity seen before: that is what the next delivery call must tell.
-    const id = await client.hget(recordKey, 'id');
     if (id) this.seen = id;
   }
 }

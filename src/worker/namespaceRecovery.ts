@@ -50,8 +50,10 @@ export class NamespaceRecovery {
   }
 
   async beat(beat: RecoveryBeat): Promise<void> {
-    await this.identity.refresh(beat.client, beat.keys.grantorRecord);
+    // One read of the namespace's record serves both: its node's identity, and a workers' gather.
+    const [id, hold, gathering] = await beat.client.hmget(beat.keys.grantorRecord, 'id', 'hold', 'gathering');
+    this.identity.note(id);
     this.memory.notePeers(beat.liveEntries);
-    if (beat.exact) await this.reporter.check(beat.runner, beat.client, beat.keys, beat.vouches, beat.wake);
+    if (beat.exact) await this.reporter.check(beat.runner, beat.keys, { hold, gathering }, beat.vouches, beat.wake);
   }
 }
