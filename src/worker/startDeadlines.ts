@@ -24,10 +24,17 @@ const FORGET_AFTER_MS = 60_000;
  * 5/6 of it rather than half, and fewer of its jobs go back for starting late than with h 10 ms).
  */
 export function startDeadlineCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
-  let shortest = Infinity;
-  for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
-  return Math.max(SHORT_WINDOW_CEILING_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
+  // Asked on every delivery call, of a config that changes rarely: worked out once per config.
+  let ceiling = ceilings.get(throttles);
+  if (ceiling === undefined) {
+    let shortest = Infinity;
+    for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
+    ceiling = Math.max(SHORT_WINDOW_CEILING_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
+    ceilings.set(throttles, ceiling);
+  }
+  return ceiling;
 }
+const ceilings = new WeakMap<object, number>();
 
 /** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
 export interface StartDeadlineStats {
