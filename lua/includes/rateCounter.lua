@@ -16,6 +16,14 @@
   M * T < t + H + tau + T = t + burst * T: M < burst + t / T. TAT is rounded up, only ever stricter.
   A lease shorter than before keeps the longer one until every token leased with it is spent or expired
   (lua/publishLimits-n.lua: rl and rd).
+  A lease longer than the burst covers (tau < 0: an exact worker's start deadline on a rate of burst 1, up to
+  a twentieth of T more than (burst - 1) * T, src/declarations/validateLimits.ts) checks the unclamped TAT:
+  a token fits when TAT - now <= tau, one a call, so grants are at least T + H - (burst - 1) * T apart. The
+  proof above then ends one step earlier: TAT before i is at least g_j + (M - 1) * T and at most g_i + tau, so
+  (M - 1) * T < t + H + tau and again M < burst + t / T. Only grants whose tokens are spent together (one
+  job, or one Grantor delivery) may meet it: a leased pool's tokens are spent one by one, so leased delivery
+  keeps tau >= 0 (src/declarations/validateLimits.ts' checkRateLease). The key then lives until TAT - tau,
+  the last moment it can refuse anything.
   A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
   whether its T was absorbed by an idle moment since (then taking it off would let more through than the
   rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
@@ -44,16 +52,23 @@ local function base(counter)
   return counter.nowUs
 end
 
+-- The TAT a grant is checked against: clamped to now, unless the lease outruns the burst (tau < 0).
+local function checked(counter)
+  if counter.tolerance < 0 then return counter.tat end
+  return base(counter)
+end
+
 -- Tokens that could be granted now (at least one exactly when rateRoomAtUs says room is there now).
 function rateRoom(counter)
-  local at = base(counter) - counter.tolerance
+  local at = checked(counter) - counter.tolerance
   if at > counter.nowUs then return 0 end
+  if counter.tolerance < 0 then return 1 end
   return 1 + math.floor((counter.nowUs - at) / counter.T)
 end
 
 -- When `count` more tokens (1 unless given: a delivery's cost) can be granted (us), 0 when they can now.
 function rateRoomAtUs(counter, count)
-  local at = base(counter) + ((count or 1) - 1) * counter.T - counter.tolerance
+  local at = checked(counter) + ((count or 1) - 1) * counter.T - counter.tolerance
   if at <= counter.nowUs then return 0 end
   return math.ceil(at)
 end
@@ -66,10 +81,12 @@ end
 
 function saveRate(counter)
   if not counter.dirty then return end
-  if counter.tat <= counter.nowUs then
+  local keepUntil = counter.tat
+  if counter.tolerance < 0 then keepUntil = keepUntil - counter.tolerance end
+  if keepUntil <= counter.nowUs then
     rcall('DEL', counter.key)
   else
-    local expiresMs = math.ceil(counter.tat / 1000)
+    local expiresMs = math.ceil(keepUntil / 1000)
     rcall('SET', counter.key, intArg(counter.tat), 'PXAT', intArg(expiresMs))
     if counter.statsBase then
       bucketIndexes.note(counter.statsBase, ':active', counter.bucket, expiresMs)

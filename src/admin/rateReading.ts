@@ -19,7 +19,9 @@ export function readRate(rate: Rate, tat: string | null, leaseMs: number, nowMs:
   const nowUs = nowMs * 1000;
   const T = (rate.perMs * 1000) / rate.n;
   const tolerance = (rate.burst - 1) * T - leaseMs * 1000;
-  const base = Math.max(Number(tat ?? 0), nowUs);
+  // A lease beyond what the burst covers checks the unclamped TAT, one token at a time.
+  const base = tolerance < 0 ? Number(tat ?? 0) : Math.max(Number(tat ?? 0), nowUs);
   const at = base - tolerance;
-  return { ...rate, room: at > nowUs ? 0 : 1 + Math.floor((nowUs - at) / T), roomAt: at <= nowUs ? null : Math.ceil(at / 1000) };
+  const room = at > nowUs ? 0 : tolerance < 0 ? 1 : 1 + Math.floor((nowUs - at) / T);
+  return { ...rate, room, roomAt: at <= nowUs ? null : Math.ceil(at / 1000) };
 }

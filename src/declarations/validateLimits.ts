@@ -101,12 +101,23 @@ export function checkRateLease(throttle: string, rate: Rate, leaseMs: number): v
 const SHORTEST_RATE_DEADLINE_MS = 10;
 
 /**
- * The start deadline an exact worker whose deadline is `deadlineMs` (0: none) keeps on this rate: processors
- * start up to that long after their grant, which the burst must cover (lua/includes/rateCounter.lua's H); so at
- * most (burst - 1) * perMs / n, and 0 (the rate kept at processedOn) when that is under 10 ms: a rate of burst 1.
+ * The share of a rate's emission interval (per / n) a start deadline may reach beyond what its burst covers: a
+ * rate of burst 1 then grants one token every T + H, so this costs at most 1 - 20/21 of its sustained rate,
+ * within the 95 % the processor-start rule may cost.
  */
-export function rateStartDeadlineMs(rate: Rate, deadlineMs: number): number {
-  const most = Math.floor(((rate.burst - 1) * rate.perMs) / rate.n);
+const RATE_DEADLINE_SLACK = 1 / 20;
+
+/**
+ * The start deadline an exact worker whose deadline is `deadlineMs` (0: none) keeps on this rate: processors
+ * start up to that long after their grant (lua/includes/rateCounter.lua's H). What the burst covers,
+ * (burst - 1) * perMs / n, costs nothing; beyond it the rate grants one token every T + H less that (a rate of
+ * burst 1), so H goes at most a twentieth of T further. `alone`: no leased worker declares the throttle (a
+ * leased pool's tokens need the burst to cover H). 0 (the rate kept at processedOn) when that leaves under
+ * 10 ms: a rate of burst 1 faster than 5 per second.
+ */
+export function rateStartDeadlineMs(rate: Rate, deadlineMs: number, alone = true): number {
+  const T = rate.perMs / rate.n;
+  const most = Math.floor((rate.burst - 1) * T + (alone ? T * RATE_DEADLINE_SLACK : 0));
   if (deadlineMs <= 0 || most < SHORTEST_RATE_DEADLINE_MS) return 0;
   return Math.min(deadlineMs, most);
 }

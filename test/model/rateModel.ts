@@ -3,7 +3,8 @@ import { Rate } from '../../src/declarations/Rate';
 /**
  * The generic cell rate of lua/includes/rateCounter.lua, in TypeScript: one theoretical arrival time (TAT, us)
  * per bucket; a token fits at now when max(TAT, now) + T - now <= tau + T, with T = per / n and
- * tau = (burst - 1) * T - leaseMs. The scripts must decide exactly as this does. A token given back stays
+ * tau = (burst - 1) * T - leaseMs, or TAT - now <= tau when tau < 0 (a lease the burst does not cover). The
+ * scripts must decide exactly as this does. A token given back stays
  * counted (lua/includes/rateCounter.lua says why): nothing here takes one off.
  */
 export class RateModel {
@@ -19,7 +20,8 @@ export class RateModel {
   /** Room for one more at nowUs, or when it returns (us). */
   roomAtUs(key: string, rate: Rate, nowUs: number): number {
     const { tolerance } = this.shape(rate);
-    const at = Math.max(this.tat.get(key) ?? 0, nowUs) - tolerance;
+    const tat = this.tat.get(key) ?? 0;
+    const at = (tolerance < 0 ? tat : Math.max(tat, nowUs)) - tolerance;
     return at <= nowUs ? 0 : Math.ceil(at);
   }
 

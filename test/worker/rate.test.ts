@@ -62,6 +62,26 @@ describe('rate(n, per, { burst }) across processes', () => {
     expect(sustained).toBeGreaterThanOrEqual(0.99);
   });
 
+  it('a rate of burst 1 (evenly spaced, the default) holds at processor start too, at a twentieth of T less', async () => {
+    const queue = bed.queue('rate-even');
+    await queue.addBulk(Array.from({ length: 40 }, () => ({ name: 'send', data: { customer: 'c0' } })));
+    const shared = { n: 2, per: '1s', burst: 1 };
+    const config = { runMs: 4_000, concurrency: 4, shared };
+    const runs = await Promise.all([run('rate-even', config), run('rate-even', config)]);
+    const all = runs.flatMap((r) => r.deliveries);
+    const rate = { n: 2, perMs: 1000, burst: 1 };
+    // T = 500 ms: the start deadline kept on the rate is 25 ms, so grants go 525 ms apart.
+    expect(rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)).toBe(25);
+    expect(excessWithMsTimes(all.map((d) => d.processedOn), rate)).toBeLessThanOrEqual(0);
+    expect(excessWithMsTimes(all.map((d) => d.startedAt), rate)).toBeLessThanOrEqual(0);
+    const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
+    const putBack = runs.reduce((sum, r) => sum + r.putBack, 0);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    process.stderr.write(`rate 2/s burst 1, 2 processes: ${times.length} deliveries, ${putBack} put back, gaps ${gaps.join(' ')} ms\n`);
+    expect(times.length + putBack).toBeGreaterThanOrEqual(6);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(524);
+  });
+
   it('a keyed rate holds per bucket while the shared one holds for all, under random processing times', async () => {
     const queue = bed.queue('rate-keyed');
     await queue.addBulk(Array.from({ length: 600 }, (_, i) => ({ name: 'send', data: { customer: `c${i % 4}` } })));
