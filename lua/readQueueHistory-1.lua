@@ -10,7 +10,8 @@
   Output:
     { wholeForUs, B, then per bucket: bucket id, S, then S pairs (agoUs, count) }
     wholeForUs: how far back the history is whole (since this node's identity was first seen; 0: not at
-    all); agoUs: how long ago the latest of `count` deliveries was (one pair per slot of the counter).
+    all; -1: from the queue's first delivery, the record's whole, lua/takeLeasedJobs-19.lua); agoUs: how
+    long ago the latest of `count` deliveries was (one pair per slot of the counter).
 ]]
 local rcall = redis.call
 
@@ -21,8 +22,10 @@ local rcall = redis.call
 local indexKey, queueBase = KEYS[1], ARGV[1]
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
-local since = tonumber(rcall('HGET', queueBase .. ':node', 'since'))
+local record = rcall('HMGET', queueBase .. ':node', 'since', 'whole')
+local since = tonumber(record[1])
 local reply = { since and (now - since * 1000) or 0, 0 }
+if since and record[2] == '1' then reply[1] = -1 end
 for _, member in ipairs(rcall('ZRANGEBYSCORE', indexKey, '(' .. intArg(nowMs), '+inf')) do
   local slash = string.find(member, '/', 1, true)
   local windowMs, bucketId = tonumber(string.sub(member, 1, slash - 1)), string.sub(member, slash + 1)

@@ -5,16 +5,20 @@
   as its token could have), and the queue counts as reported. Travel time makes a delivery look more
   recent than it was: the safe direction. Where the queue's history is not whole for a throttle's
   longest window (its own node lost it), the throttle is held until what it may lack has left the window.
+  The leased queues the reporting worker saw alive lately are awaited too (the grantor's :expected, with what
+  their throttles hold for if they never report): a registry restored from an older state may lack them.
 
   Input:
     KEYS[1]  the namespace's registry version key (it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] the queue's id (prefix:queue)
-    ARGV[3]  wholeForUs (how far back the queue's history is whole)
-    ARGV[4]  T, then the T throttles (encoded names) the queue's workers declare
-    ARGV[4+T+1]  B, then per bucket: bucket id, S, then S pairs (agoUs, count)
+    ARGV[3]  wholeForUs (how far back the queue's history is whole; -1: all of it)
+    ARGV[4]  Q, then Q pairs: a leased queue's id the worker saw alive, "<encoded throttle>:<longest ms>,..."
+    ARGV[5+2Q]  T, then the T throttles (encoded names) the queue's workers declare
+    then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
-  Output: { nowUs, deliveries counted again }
+  Output: { nowUs, deliveries counted again } (0 when no gather of queues is on, or the queue already reported
+  in this one: a queue tells once, whether on asking for tokens or on its heartbeat)
 ]]
 local rcall = redis.call
 
@@ -29,21 +33,31 @@ local throttlePrefix, queueId, wholeForUs = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local recordKey = throttlePrefix .. ':grantor'
-local hmaxUs = (tonumber(rcall('HGET', recordKey, 'hmax') or 0) or 0) * 1000
+-- A workers' gather (hold 'gather': exact workers' reports, lua/reportDeliveries-1.lua) is not this one.
+local gather = rcall('HMGET', recordKey, 'gathering', 'hmax', 'hold')
+if not gather[1] or gather[1] == '' or gather[3] == 'gather' or rcall('SISMEMBER', recordKey .. ':reported', queueId) == 1 then
+  return { now, 0 }
+end
+local hmaxUs = (tonumber(gather[2] or 0) or 0) * 1000
 local counted = 0
-local throttleCount = tonumber(ARGV[4])
+local seenCount = tonumber(ARGV[4])
+for q = 1, seenCount do
+  rcall('HSETNX', recordKey .. ':expected', ARGV[3 + 2 * q], ARGV[4 + 2 * q])
+end
+local throttlesAt = 5 + 2 * seenCount
+local throttleCount = tonumber(ARGV[throttlesAt])
 for t = 1, throttleCount do
-  local name = ARGV[4 + t]
+  local name = ARGV[throttlesAt + t]
   local limits = throttleLimits(throttlePrefix, name)
   if limits then
     local longest = 0
     for _, limit in ipairs(limits) do if limit.windowMs > longest then longest = limit.windowMs end end
-    if wholeForUs < longest * 1000 then
+    if wholeForUs >= 0 and wholeForUs < longest * 1000 then
       holdThrottleUntil(throttlePrefix, name, math.ceil((now - wholeForUs) / 1000) + longest)
     end
   end
 end
-counted = countAgain(throttlePrefix, 5 + throttleCount, now, hmaxUs)
+counted = countAgain(throttlePrefix, throttlesAt + 1 + throttleCount, now, hmaxUs)
 saveBucketCounters()
 rcall('SADD', recordKey .. ':reported', queueId)
 return { now, counted }

@@ -18,10 +18,11 @@
 
   Input: KEYS and ARGV[1..14+K] as takeNextJobs-19.lua (ARGV[14+K] is 0 here: rule 1 covers late calls), then
     ARGV[15+K]  most classes waiting for tokens to answer (0: none)
-    ARGV[16+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
-    ARGV[17+K]  a pool a call spends from and leaves with fewer tokens than this (or than it spent) asks
+    ARGV[16+K]  the node the calling worker last saw here ('' for none: includes/nodeIdentity's knownId)
+    ARGV[17+K]  the node the deposits' requests followed a reply of (as this reply's lease part names it)
+    ARGV[18+K]  a pool a call spends from and leaves with fewer tokens than this (or than it spent) asks
                 for a refill (the worker sizes it to what it spends while a lease is in flight)
-    ARGV[18+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
+    ARGV[19+K]  D, then D deposits of 8: class, requestUs (that node's clock, the reply the request
                 followed), grantUs (the grantor's clock), nonce, deliveries granted, roomInMs (when the grantor
                 has room for more of the class: 0 unknown or now, -1 its throttle is no longer declared),
                 the bucket id that lacked room ('' for none), '1' for a refill (tokens leased ahead for a
@@ -32,7 +33,9 @@
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   A restart or promotion of this node (includes/nodeIdentity) empties every pool first: a pool restored
-  from an older state may hold tokens that were spent since.
+  from an older state may hold tokens that were spent since. The queue's record of this node (<queue base>:
+  node) says whole = '1' while the queue's delivery history here goes back to its first delivery (the record
+  was first made here, where no worker had seen another node): lua/readQueueHistory-1.lua vouches for all of it.
 
   Output: { takeNextJobs' reply, lease } with lease =
     { expired, node, W, class_1, held_1, ..., class_W, held_W, R, then R return groups of 5: bucket id,
@@ -60,21 +63,25 @@ do
   local POOL_GRACE_MS = 10000
   local depositNow = nowUs()
   local nodeKey = queueBase .. ':node'
-  if checkNodeIdentity(nodeKey, math.floor(depositNow / 1000)) == 'changed' then
+  local seen = checkNodeIdentity(nodeKey, math.floor(depositNow / 1000), ARGV[leaseArgsAt + 1])
+  if seen == 'changed' then
     for _, bucketId in ipairs(rcall('SMEMBERS', queueBase .. ':lease-pools')) do rcall('DEL', poolKey(queueBase, bucketId)) end
     rcall('DEL', queueBase .. ':lease-pools')
+    rcall('HDEL', nodeKey, 'whole')
+  elseif seen == 'first' then
+    rcall('HSET', nodeKey, 'whole', '1')
   end
   node = rcall('HGET', nodeKey, 'id')
 
   -- Grants since the last call go into the pools (or back) before anything is delivered.
-  local sameNode = ARGV[leaseArgsAt + 1] == node
-  leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 2])
-  local depositCount = tonumber(ARGV[leaseArgsAt + 3])
+  local sameNode = ARGV[leaseArgsAt + 2] == node
+  leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 3])
+  local depositCount = tonumber(ARGV[leaseArgsAt + 4])
   local currentGen = rcall('HGET', stateKey, 'gen') or ''
   leaseArgs.gen = currentGen
   -- The calling worker's concurrency (includes/leasedRoom): read before the deposits, which may wake classes.
   do
-    local at = leaseArgsAt + 4 + 8 * depositCount
+    local at = leaseArgsAt + 5 + 8 * depositCount
     for i = 1, tonumber(ARGV[at]) do leaseArgs.concurrent[ARGV[at + i]] = true end
     at = at + tonumber(ARGV[at]) + 1
     for i = 1, tonumber(ARGV[at]) do leaseArgs.free[ARGV[at + 2 * i - 1]] = tonumber(ARGV[at + 2 * i]) end
@@ -88,7 +95,7 @@ do
     end
   end
   for d = 0, depositCount - 1 do
-    local at = leaseArgsAt + 4 + 8 * d
+    local at = leaseArgsAt + 5 + 8 * d
     local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
     local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
     local memberGen, buckets = parseClass(member)

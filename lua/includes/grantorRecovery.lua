@@ -6,8 +6,9 @@
       granted is spent or expired by then (rule 1), and
     - every queue of the namespace has told it what it delivered lately (reportQueueHistory-1.lua,
       recorded in each queue's own slot by leased delivery), and the counts are rebuilt from that, and
-    - the registry had time to be refreshed by every live worker (a registry restored from an older state
-      may lack a queue that delivered): a third of the longest declaration time to live.
+    - every leased queue a reporting worker saw alive in the registry within its throttles' longest window
+      has reported too (a registry restored from an older state may lack a queue that delivered), or a
+      third of the longest declaration time to live passed (by then every live worker refreshed the registry).
   A queue that cannot tell (no live worker reports it before the gather ends, or its own node lost its
   record) holds the throttles it declares for their longest window instead. Where deliveries were
   counted on this very node (exact delivery: a queue in the namespace's slot), nothing can be rebuilt:
@@ -25,8 +26,9 @@
     gatherUntil ms after which queues that did not report hold their throttles for their longest window
   <throttlePrefix>:grantor:reported   SET of queue ids (prefix:queue) that reported for the epoch
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
-  <throttlePrefix>:grantor:expected   HASH worker id -> "<encoded throttle>:<longest ms>,..." (a workers' gather:
-                                      the workers whose reports are awaited, the reported ones in :reported)
+  <throttlePrefix>:grantor:expected   HASH worker id (a workers' gather) or queue id (leased queues' gather) ->
+                                      "<encoded throttle>:<longest ms>,...": whose reports are awaited besides
+                                      the live registry's, the reported ones in :reported
     apiGrants   '1' once the Grantor API granted here (lua/grantDeliveries-n.lua)
   Needs includes/nodeIdentity, includes/recoveryHold, includes/rateCounter, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
@@ -136,9 +138,9 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
       if #expected > 0 then rcall('HSET', recordKey .. ':expected', unpack(expected)) end
       rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
     else
-      local holdMs = math.max(hmax, math.ceil(ttl / 3))
-      beginRecoveryHold(throttlePrefix, nowMs, 'lease', holdMs)
-      rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + holdMs + GATHER_SLACK_MS)
+      -- Leased queues only: the hold covers the previous node's leases; the gather, every queue's report.
+      beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
+      rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
     end
   end
 end
@@ -158,16 +160,26 @@ function gatherState(throttlePrefix, nowMs, queueId)
   end
   local reportedKey = recordKey .. ':reported'
   if rcall('SISMEMBER', reportedKey, queueId) == 0 then return 'report', tonumber(fields[3]) end
-  local missing = {}
+  local missing, missingSeen = {}, {}
   for _, entry in ipairs(liveRegistryEntries(registryBase, nowMs)) do
     local id = queueIdOf(entry)
     if rcall('SISMEMBER', reportedKey, id) == 0 then missing[#missing + 1] = entry end
   end
-  if #missing > 0 and nowMs < tonumber(fields[2]) then return 'wait', tonumber(fields[3]) end
+  -- Queues a reporting worker saw alive lately (lua/reportQueueHistory-1.lua), which the registry may lack.
+  local expected = rcall('HGETALL', recordKey .. ':expected')
+  for i = 1, #expected, 2 do
+    if rcall('SISMEMBER', reportedKey, expected[i]) == 0 then missingSeen[#missingSeen + 1] = expected[i + 1] end
+  end
+  if (#missing > 0 or #missingSeen > 0) and nowMs < tonumber(fields[2]) then return 'wait', tonumber(fields[3]) end
   -- Given up on: the throttles of queues that never reported hold for their longest window.
   for _, entry in ipairs(missing) do
     for _, declaration in ipairs(entry.declarations or {}) do
       holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longestOfDeclaration(declaration))
+    end
+  end
+  for _, declared in ipairs(missingSeen) do
+    for name, longest in string.gmatch(declared, '([^:,]+):(%d+)') do
+      holdThrottleUntil(throttlePrefix, name, nowMs + tonumber(longest))
     end
   end
   rcall('HSET', recordKey, 'gathering', '')

@@ -25,6 +25,11 @@ export interface Delivery {
   jobEnded(jobId: string): Promise<void>;
   /** A job delivered here did not start in time (src/worker/startDeadlines.ts): what it was counted in stops counting. */
   giveBackLate(late: LateDelivery): Promise<void>;
+  /**
+   * The namespace's node is rebuilding its counts (a gather: lua/includes/grantorRecovery.lua): tells it what
+   * this queue delivered lately if the queue has not yet, so that an idle queue does not keep the gather waiting.
+   */
+  tellGather(): Promise<void>;
   /** The worker is closing; gives back what it holds, through connections still open. */
   stop(runners: StopRunners): Promise<void>;
 }

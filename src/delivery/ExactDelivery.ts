@@ -53,6 +53,11 @@ export class ExactDelivery implements Delivery {
     await this.runner().run('returnTokens', call.keys, call.args);
   }
 
+  /** Exact workers tell a workers' gather what they remember (src/worker/deliveryReporter.ts), not their queue's records. */
+  async tellGather(): Promise<void> {
+    return undefined;
+  }
+
   async take(call: DeliveryCall): Promise<TakeReply> {
     const last = this.lastReply;
     const lateAfterUs = last ? Math.round(last.nowUs + (performance.now() - last.atMs) * 1000 + LATE_CALL_US) : 0;

@@ -303,6 +303,7 @@ export class ThrottleGate implements Gate {
       await this.recovery.beat({
         runner: this.namespaceRunner!, client: this.namespaceClient(), keys: this.keys, liveEntries: this.lifecycle.liveEntries,
         exact: this.delivery?.mode === 'exact', vouches: this.deadlines.currentMs() > 0, wake: () => this.wakeThrottles(),
+        tellGather: async () => { await this.delivery?.tellGather(); },
       });
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
@@ -417,6 +418,7 @@ export class ThrottleGate implements Gate {
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
       knownNodeId: () => this.recovery.knownNodeId,
+      queuesSeen: () => this.recovery.queuesSeen(),
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;

@@ -53,6 +53,8 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
 export class DeliveryMemory {
   private readonly buckets = new Map<string, BucketMemory>();
   private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
+  /** Leased queues (prefix:queue) it saw alive, the same way: a grantor's gather waits for each (queuesSeen). */
+  private readonly leasedQueues = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
   private readonly parsedTickets = new Map<string, readonly TicketWindows[]>();
   private overflowed = false;
   private sinceSweep = 0;
@@ -88,14 +90,29 @@ export class DeliveryMemory {
     return parts;
   }
 
-  /** The registry's live entries as a heartbeat read them: the exact workers among them are remembered as seen. */
+  /**
+   * The registry's live entries as a heartbeat read them: the exact workers among them are remembered as seen,
+   * and the leased queues.
+   */
   notePeers(entries: readonly RegistryEntry[], now: number = performance.now()): void {
     for (const entry of entries) {
-      if (entry.workerId === this.workerId || entry.delivery === 'leased') continue;
+      if (entry.workerId === this.workerId) continue;
       const longestMs = Math.max(0, ...entry.declarations.map(longestSpanMs));
-      this.peers.set(entry.workerId, { declared: declaredLongest(entry.declarations), longestMs, seenAt: now });
+      const seen = { declared: declaredLongest(entry.declarations), longestMs, seenAt: now };
+      if (entry.delivery === 'leased') this.leasedQueues.set(`${entry.prefix}:${entry.queue}`, seen);
+      else this.peers.set(entry.workerId, seen);
     }
-    for (const [id, peer] of this.peers) if (now - peer.seenAt > peer.longestMs) this.peers.delete(id);
+    for (const seen of [this.peers, this.leasedQueues]) {
+      for (const [id, peer] of seen) if (now - peer.seenAt > peer.longestMs) seen.delete(id);
+    }
+  }
+
+  /**
+   * The leased queues it saw alive within their throttles' longest window, with "<encoded throttle>:<longest
+   * ms>,..." for each: a grantor rebuilding its counts waits for each to report (lua/reportQueueHistory-1.lua).
+   */
+  queuesSeen(now: number = performance.now()): (readonly [string, string])[] {
+    return [...this.leasedQueues].filter(([, queue]) => now - queue.seenAt <= queue.longestMs).map(([id, queue]) => [id, queue.declared] as const);
   }
 
   /** Whether the memory holds every delivery this worker made (false past its bound). */

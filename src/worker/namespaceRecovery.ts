@@ -21,6 +21,8 @@ export interface RecoveryBeat {
   readonly vouches: boolean;
   /** The queue's classes look again now. */
   readonly wake: () => Promise<void>;
+  /** Leased delivery: tells a grantor's gather what the queue delivered (Delivery.tellGather). */
+  readonly tellGather: () => Promise<void>;
 }
 
 /**
@@ -44,6 +46,11 @@ export class NamespaceRecovery {
     return this.identity.known;
   }
 
+  /** Leased queues this worker saw alive lately (DeliveryMemory.queuesSeen): a leased queue's report names them. */
+  queuesSeen(): (readonly [string, string])[] {
+    return this.memory.queuesSeen();
+  }
+
   /** An exact delivery call's tickets: what it delivered. */
   delivered(tickets: readonly string[] | undefined): void {
     if (tickets) this.memory.noteDeliveries(tickets);
@@ -55,5 +62,7 @@ export class NamespaceRecovery {
     this.identity.note(id);
     this.memory.notePeers(beat.liveEntries);
     if (beat.exact) await this.reporter.check(beat.runner, beat.keys, { hold, gathering }, beat.vouches, beat.wake);
+    // A leased queue with nothing to lease would not ask the grantor, and so not report: it tells on its heartbeat.
+    else if (gathering) await beat.tellGather();
   }
 }

@@ -39,6 +39,8 @@ export interface LeasedContext {
   report(what: string, error: unknown): void;
   /** The grantor's node identity the worker saw recorded ('' for none: src/worker/namespaceIdentity.ts). */
   knownNodeId(): string;
+  /** Leased queues the worker saw alive lately: a grantor rebuilding its counts waits for their reports too. */
+  queuesSeen(): readonly (readonly [string, string])[];
 }
 
 /**
@@ -64,6 +66,8 @@ export class LeasedDelivery implements Delivery {
   /** Slots the last call with slots could not serve. */
   private asking = 0;
   private last: { name: string; gen: string } = { name: '', gen: '' };
+  /** The queue node's identity the last reply named: a node without the queue's record, after one, lost it. */
+  private queueNode = '';
 
   constructor(private readonly context: LeasedContext) {
     this.book = new LeaseBook(context.concurrency, context.leaseMs);
@@ -84,6 +88,7 @@ export class LeasedDelivery implements Delivery {
         deposits,
         depositsNode,
         { throttles, ...lent },
+        this.queueNode,
       );
     } catch (error) {
       // (A call that ran and lost its reply delivered jobs this worker never runs: their units count nothing.)
@@ -91,6 +96,7 @@ export class LeasedDelivery implements Delivery {
       throw error;
     }
     const { reply, lease } = result;
+    this.queueNode = lease.node;
     this.holds.settle(lent.free, lease.spends, Date.now());
     if (throttles.length > 0) this.keepRenewing();
     this.book.expired(lease.expired);
@@ -122,8 +128,7 @@ export class LeasedDelivery implements Delivery {
     let answer = await leaseTokens(this.context.grantor(), asker, requests);
     if (answer.status === 'report') {
       // The grantor is rebuilding its counts after a restart or failover: tell it what this queue delivered.
-      const { queue, grantor, throttles, queueBase, queueId } = this.context;
-      await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles());
+      await this.tellGather();
       answer = await leaseTokens(this.context.grantor(), asker, requests);
     }
     this.book.answered(requests, answer.results, Date.now(), Date.now() - sentMs);
@@ -193,6 +198,12 @@ export class LeasedDelivery implements Delivery {
   }
 
   /** The grants a late job's tokens came from take them back: the job never started, so they need not count. */
+  /** What the queue delivered lately (its records on the queue's node); the script ignores a second report. */
+  async tellGather(): Promise<void> {
+    const { queue, grantor, throttles, queueBase, queueId } = this.context;
+    await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles(), this.context.queuesSeen());
+  }
+
   async giveBackLate(late: LateDelivery): Promise<void> {
     const groups = lateLeasedReturns(late);
     if (groups.length > 0) await returnLeasedTokens(this.context.grantor(), groups);

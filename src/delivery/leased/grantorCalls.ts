@@ -106,13 +106,17 @@ export interface Asker {
 /**
  * Tells a grantor that is rebuilding its counts what this queue delivered lately (lua/readQueueHistory-1.lua
  * on the queue's Redis, then lua/reportQueueHistory-1.lua on the grantor's); `throttles` are the encoded names
- * of the throttles the queue declares. Resolves to the deliveries counted again.
+ * of the throttles the queue declares, `queuesSeen` the leased queues the worker saw alive lately (id and
+ * "<encoded throttle>:<longest ms>,...": the gather waits for them too). Resolves to the deliveries counted again.
  */
 export async function reportQueueHistory(
   queue: ScriptRunner, historyIndexKey: string, queueBase: string, grantor: GrantorTarget, queueId: string, throttles: readonly string[],
+  queuesSeen: readonly (readonly [string, string])[] = [],
 ): Promise<number> {
   const history = (await queue.run('readQueueHistory', [historyIndexKey], [queueBase])) as unknown[];
-  const args: (string | number)[] = [grantor.throttlePrefix, queueId, Number(history[0]), throttles.length, ...throttles];
+  const args: (string | number)[] = [grantor.throttlePrefix, queueId, Number(history[0]), queuesSeen.length];
+  for (const [id, declared] of queuesSeen) args.push(id, declared);
+  args.push(throttles.length, ...throttles);
   args.push(...(history.slice(1) as (string | number)[]));
   const reply = (await grantor.runner.run('reportQueueHistory', [grantor.slotKey], args)) as number[];
   return Number(reply[1]);

@@ -58,13 +58,16 @@ export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
   return { bucketId: String(raw[at]), grantUs: Number(raw[at + 1]), leaseMs: Number(raw[at + 2]), nonce: String(raw[at + 3]), count: Number(raw[at + 4]) };
 }
 
-/** One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. */
+/**
+ * One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. `knownNode`:
+ * the queue node's identity the worker saw in its last reply ('' for none).
+ */
 export async function takeLeasedJobs(
   runner: ScriptRunner, call: TakeCall, wantsLimit: number, refillBelow: number, deposits: readonly Deposit[], depositsNode: string,
-  units: CallerUnits = NO_UNITS,
+  units: CallerUnits = NO_UNITS, knownNode = '',
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
   const { keys, args } = takeJobsInput({ ...call, lateAfterUs: 0 });
-  args.push(wantsLimit, depositsNode, refillBelow, deposits.length);
+  args.push(wantsLimit, knownNode, depositsNode, refillBelow, deposits.length);
   for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
   args.push(units.throttles.length, ...units.throttles, units.free.length, ...units.free.flat(), units.freed.length, ...units.freed);
   const [base, lease, tickets] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[], unknown[] | undefined];
