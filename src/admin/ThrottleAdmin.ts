@@ -10,6 +10,7 @@ import { bucketPausedUntil, liftPause, PauseOptions, pauseUntilMs, readPauses, s
 import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
+import { suggestionText } from './nearbyNames';
 import { decodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
@@ -171,7 +172,8 @@ export class ThrottleAdmin {
     const mine = entriesOfQueue(entries, queue, this.keys.prefix);
     const known = mine.length > 0 || (await this.anyExists([q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`]));
     if (!known) {
-      throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.`);
+      const live = entries.filter((e) => e.prefix === this.keys.prefix).map((e) => e.queue);
+      throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.${suggestionText(queue, live, 'queue with a live ThrottledWorker')}`);
     }
     const bull = this.queueFor(queue);
     const [counts, held, blocked, oldest, consumers] = await Promise.all([
@@ -231,13 +233,25 @@ export class ThrottleAdmin {
   }
 
   private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
-    if (entriesDeclaring(entries, name).length === 0) {
-      const where = this.keys.namespace === this.keys.prefix
-        ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
-        : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
-      throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker ${where}.`);
-    }
+    this.mustBeDeclared(name, entries);
     return effectiveThrottle(entries, name);
+  }
+
+  /**
+   * Throws UnknownThrottleError, naming the declared throttles nearest to `name`, when no live worker declares
+   * it: pause and setLimits accept such a name (for workers that declare it later), a CLI asks this first.
+   */
+  async requireDeclared(name: string): Promise<void> {
+    this.mustBeDeclared(name, await this.liveEntries());
+  }
+
+  private mustBeDeclared(name: string, entries: readonly RegistryEntry[]): void {
+    if (entriesDeclaring(entries, name).length > 0) return;
+    const where = this.keys.namespace === this.keys.prefix
+      ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
+      : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
+    const declared = entries.flatMap((e) => e.declarations.map((d) => d.name));
+    throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker ${where}.${suggestionText(name, declared, 'throttle')}`);
   }
 
   async throttleStats(name: string, options: { top?: number } = {}): Promise<ThrottleStats> {

@@ -6,6 +6,7 @@ import { RedisClient } from '../redis/connection';
 import { classBuckets } from '../keys/classMember';
 import { JobClassifier } from '../worker/jobClassifier';
 import { QueueConfig } from '../worker/queueConfig';
+import { formatDuration, formatWindow } from '../declarations/windowText';
 import { BucketStats } from './types';
 
 /** Why one job is not delivered yet (ThrottleAdmin.explainJob). */
@@ -79,14 +80,14 @@ function reasonOf(state: string, held: JobExplanation['held'], holding: BucketSt
   if (held === null) return `not held by the throttle layer: bullmq has it as ${state}`;
   const why = holding.map((b) => {
     const where = `${b.throttle}${b.key === null ? ' (jobs missing the key)' : b.key.length > 0 ? ` [${b.key.join(', ')}]` : ''}`;
-    if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${b.paused.until - b.at} ms more`}`;
-    const full = b.limits.filter((l) => l.roomAt !== null).map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`);
-    if (b.rate?.roomAt) full.push(`its rate (${b.rate.n} per ${b.rate.perMs} ms, burst ${b.rate.burst}) has no token`);
+    if (b.paused) return `${where} is paused ${b.paused.until === null ? 'until resumed' : `for ${formatDuration(b.paused.until - b.at)} more`}`;
+    const full = b.limits.filter((l) => l.roomAt !== null).map((l) => `${l.counted}/${l.max} per ${formatWindow(l.windowMs)}`);
+    if (b.rate?.roomAt) full.push(`its rate (${b.rate.n} per ${formatWindow(b.rate.perMs)}, burst ${b.rate.burst}) has no token`);
     if (b.inFlight && b.inFlight.counted >= b.inFlight.max) full.push(`${b.inFlight.counted}/${b.inFlight.max} in flight: room returns as one ends`);
     return `${where} is full (${full.join(', ') || 'its room is on its way'})`;
   });
   // Each bucket was read after nowMs: a bucket with room now has nextRoomAt = its own read's time, a few ms later,
   // which is no room to promise. Only a time past the latest of those reads is.
   const readAt = Math.max(nowMs, ...holding.map((b) => b.at));
-  return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > readAt ? `; room returns in ${roomAt - readAt} ms` : ''}`;
+  return `waiting: ${why.join('; ')}${roomAt !== null && roomAt > readAt ? `; room returns in ${formatDuration(roomAt - readAt)}` : ''}`;
 }

@@ -2,6 +2,7 @@ import { KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Rate } from '../declarations/Rate';
 import { formatWindow } from '../declarations/window';
+import { formatDuration } from '../declarations/windowText';
 import { textTable } from '../terminal/textTable';
 
 /** '100 per 1s'. */
@@ -37,24 +38,19 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
-/** '850 ms', '12.3 s', '4 min 12 s', '3 h 5 min', '2 d 1 h'. */
-export function formatDuration(ms: number): string {
-  const abs = Math.max(0, ms);
-  if (abs < 1000) return `${Math.round(abs)} ms`;
-  if (abs < 59_950) return `${(abs / 1000).toFixed(1)} s`;
-  const s = Math.round(abs / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
-  const min = Math.round(s / 60);
-  if (min < 24 * 60) return `${Math.floor(min / 60)} h ${min % 60} min`;
-  const h = Math.round(min / 60);
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
-}
+export { formatDuration };
 
-/** A moment relative to `now` (both ms on one clock): 'in 4.2 s', '3.1 s ago', 'now'. */
+/** A moment relative to `now` (both ms on one clock): 'in 4.2s', '3.1s ago', 'now'. */
 export function formatRelative(at: number, now: number): string {
   const diff = at - now;
   if (Math.abs(diff) < 50) return 'now';
   return diff > 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`;
+}
+
+/** How long something that ends at `until` (null: when lifted) lasts from `now`: 'for 4m 57s more', 'until resumed'. */
+export function formatRemaining(until: number | null, now: number, whenLifted = 'until resumed'): string {
+  if (until === null) return whenLifted;
+  return until - now < 50 ? 'ending now' : `for ${formatDuration(until - now)} more`;
 }
 
 /** A key value as the `bucket` command takes it: strings as they are, numbers and booleans as json:<value>. */

@@ -19,3 +19,24 @@ export function formatWindow(ms: number): string {
   }
   return `${ms}ms`;
 }
+
+/**
+ * A duration as people write it, to a tenth of a second under a minute and then in its two largest units:
+ * '850ms', '12.3s', '4m 57s', '1m', '3h 5m', '2d 1h'. For messages and the CLI; windows keep formatWindow's
+ * exact form.
+ */
+export function formatDuration(ms: number): string {
+  const abs = Math.max(0, ms);
+  if (abs < 1000) return `${Math.round(abs)}ms`;
+  if (abs < 59_950) return `${Number((abs / 1000).toFixed(1))}s`;
+  const s = Math.round(abs / 1000);
+  if (s < 3600) return twoUnits(Math.floor(s / 60), 'm', s % 60, 's');
+  const min = Math.round(s / 60);
+  if (min < 24 * 60) return twoUnits(Math.floor(min / 60), 'h', min % 60, 'm');
+  const h = Math.round(min / 60);
+  return twoUnits(Math.floor(h / 24), 'd', h % 24, 'h');
+}
+
+function twoUnits(big: number, bigUnit: string, small: number, smallUnit: string): string {
+  return small === 0 ? `${big}${bigUnit}` : `${big}${bigUnit} ${small}${smallUnit}`;
+}

@@ -42,7 +42,7 @@ describe('explainJob', () => {
     expect(explanation.buckets.find((b) => b.throttle === 'api')!.bindingNow).toBeNull();
     expect((await admin.throttleStats('api-per-customer')).effective).toEqual({ perSecond: 2 / 60, binding: '2 per 1m' });
     expect(explanation.roomAt).toBeGreaterThan(explanation.at + 50_000);
-    expect(explanation.reason).toMatch(/^waiting: api-per-customer \[acme\] is full \(2\/2 per 60000 ms\); room returns in \d+ ms$/);
+    expect(explanation.reason).toMatch(/^waiting: api-per-customer \[acme\] is full \(2\/2 per 1m\); room returns in (\d+(\.\d)?s|1m)$/);
     expect(await whyCommand(admin, 'explained', third)).toContain('api-per-customer acme (holds it)');
 
     await admin.pause('api-per-customer', { key: ['acme'] });
@@ -79,14 +79,14 @@ describe('explainJob', () => {
     expect(held.roomAt).toBeNull();
     expect(held.reason).toBe('waiting: paused-per-customer [acme] is paused until resumed');
     expect(held.buckets).toEqual([expect.objectContaining({ key: ['acme'], holdsIt: true, nextRoomAt: null })]);
-    expect(await whyCommand(admin, 'paused', acmeJob.id!)).toMatch(/paused-per-customer acme \(holds it\) +2\/2 per 60000 ms +paused until resumed/);
+    expect(await whyCommand(admin, 'paused', acmeJob.id!)).toMatch(/paused-per-customer acme \(holds it\) +2\/2 per 1m +paused until resumed/);
     expect(await bucketCommand(admin, 'paused-per-customer', ['acme'])).toMatch(/next room +when resumed/);
 
     const globex = await admin.throttleBucket('paused-per-customer', ['globex']);
     expect(globex).toMatchObject({ paused: { until }, bindingNow: 'paused', nextRoomAt: until, limits: [{ counted: 1, roomAt: null }] });
     const pausedForAWhile = await admin.explainJob('paused', globexJob.id!);
     expect(pausedForAWhile.roomAt).toBe(until);
-    expect(pausedForAWhile.reason).toMatch(/^waiting: paused-per-customer \[globex\] is paused for \d+ ms more; room returns in \d+ ms$/);
+    expect(pausedForAWhile.reason).toMatch(/^waiting: paused-per-customer \[globex\] is paused for (\d+(\.\d)?s|1m) more; room returns in (\d+(\.\d)?s|1m)$/);
 
     expect(await admin.resume('paused-per-customer')).toBe(2);
     await waitFor(() => delivered.includes(globexJob.id!), 10_000, "globex's job delivered once resumed");

@@ -78,6 +78,17 @@ describe('the bullmq-throttle CLI, run as a process', () => {
     expectOneErrorLine(await cli(['stats', ...global]), /missing required argument 'queue'/);
   });
 
+  it('a write to a throttle nobody declares (a typo) is refused, naming the nearest; --force writes it anyway', async () => {
+    expectOneErrorLine(await cli(['pause', 'per-custmoer', ...global]), /throttle 'per-custmoer' is not declared .* Did you mean 'per-customer'\? To pause it anyway, .* add --force\.$/);
+    expectOneErrorLine(await cli(['limit', 'emials', '--set', '5/1s', ...global]), /throttle 'emials' is not declared .* Did you mean 'emails'\? To set the limits of it anyway/);
+    expectOneErrorLine(await cli(['resume', 'zzz', ...global]), /throttle 'zzz' is not declared .* Known throttles: emails, everything, per-customer\.$/);
+    expectOneErrorLine(await cli(['stats', 'order', ...global]), /queue 'order' has no jobs .* Did you mean 'orders'\?$/);
+    const forced = await cli(['pause', 'not-yet-declared', '--for', '297s', '--force', ...global]);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toMatch(/^throttle not-yet-declared paused for 4m 57s, until /);
+    expect((await cli(['resume', 'not-yet-declared', ...global])).stdout).toMatch(/1 pause lifted/);
+  });
+
   it('Redis down: exit 1 and one line, no stack trace', async () => {
     const port = await freeLoopbackPort();
     const started = Date.now();

@@ -31,7 +31,7 @@ describe('cli commands, against a queue with a throttled backlog', () => {
     expect(text).toMatch(/^queue orders {2}\(prefix test-cli-commands-/);
     expect(line(text, /^ {2}jobs /)).toContain(`completed ${DELIVERED}`);
     expect(line(text, /^ {2}throttled /)).toContain(`${HELD} jobs held: ${HELD} on full buckets, 0 being classified`);
-    expect(line(text, /^ {2}oldest /)).toMatch(/waiting \d+(\.\d)? m?s on a full bucket/);
+    expect(line(text, /^ {2}oldest /)).toMatch(/waiting \d+(\.\d)?m?s on a full bucket/);
     expect(line(text, /^ {2}workers /)).toContain('2 ThrottledWorkers, 0 plain Workers');
     expect(line(text, /^throttle /)).toMatch(/^throttle +limits +key +missing key +declared by$/);
     expect(line(text, /^emails /)).toMatch(/^emails +5 per 1s +Key\.data\("to"\) +unthrottled +1 worker$/);
@@ -80,7 +80,7 @@ describe('cli commands, against a queue with a throttled backlog', () => {
   it('bucket: counted per limit, when room frees up, and jobs waiting', async () => {
     const acme = await bucketCommand(s.admin, 'per-customer', ['acme']);
     expect(acme.split('\n')[0]).toBe('bucket acme of throttle per-customer');
-    expect(line(acme, /^ {2}2 per 1m /)).toMatch(/^ {2}2 per 1m +2 \/ 2 +full, room in (\d+(\.\d)? s|\d+ min \d+ s)$/);
+    expect(line(acme, /^ {2}2 per 1m /)).toMatch(/^ {2}2 per 1m +2 \/ 2 +full, room in (\d+(\.\d)?s|\d+m \d+s)$/);
     expect(line(acme, /^ {2}waiting /)).toContain('120 jobs held on this bucket');
     expect(line(acme, /^ {2}next room /)).toMatch(/in \d/);
 

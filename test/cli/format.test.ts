@@ -1,4 +1,4 @@
-import { bar, formatBucketKey, formatDuration, formatLimit, formatRelative, table } from '../../src/cli/format';
+import { bar, formatBucketKey, formatDuration, formatLimit, formatRelative, formatRemaining, table } from '../../src/cli/format';
 import { parseKeyArg, parseKeyArgs } from '../../src/cli/keyArgs';
 import { UsageError, describeError } from '../../src/cli/errors';
 import { parseWholeNumber, redactUrl, checkRedisUrl } from '../../src/cli/options';
@@ -9,12 +9,16 @@ import { UnknownQueueError } from '../../src';
 
 describe('cli formatting helpers', () => {
   it('durations, relative times and limits', () => {
-    expect(formatDuration(850)).toBe('850 ms');
-    expect(formatDuration(12_340)).toBe('12.3 s');
-    expect(formatDuration(252_000)).toBe('4 min 12 s');
-    expect(formatDuration(3 * 3_600_000 + 5 * 60_000)).toBe('3 h 5 min');
-    expect(formatRelative(5_200, 1_000)).toBe('in 4.2 s');
-    expect(formatRelative(1_000, 4_100)).toBe('3.1 s ago');
+    expect(formatDuration(850)).toBe('850ms');
+    expect(formatDuration(12_340)).toBe('12.3s');
+    expect(formatDuration(252_000)).toBe('4m 12s');
+    expect(formatDuration(3 * 3_600_000 + 5 * 60_000)).toBe('3h 5m');
+    expect(formatDuration(296_620)).toBe('4m 57s');
+    expect(formatDuration(2_000)).toBe('2s');
+    expect(formatRemaining(301_000, 4_380)).toBe('for 4m 57s more');
+    expect(formatRemaining(null, 4_380)).toBe('until resumed');
+    expect(formatRelative(5_200, 1_000)).toBe('in 4.2s');
+    expect(formatRelative(1_000, 4_100)).toBe('3.1s ago');
     expect(formatRelative(1_010, 1_000)).toBe('now');
     expect(formatLimit({ max: 100, windowMs: 1000 })).toBe('100 per 1s');
     expect(formatLimit({ max: 5, windowMs: 1500 })).toBe('5 per 1500ms');

@@ -130,8 +130,10 @@ describe('pausing throttles and buckets', () => {
   it('Grantor grants nothing from a paused bucket, and the CLI pauses and resumes', async () => {
     const grantor = new Grantor({ connection: testRedisUrl(), prefix: bed.prefix });
     bed.onClose(() => grantor.close());
-    // The CLI can pause a throttle no live worker declares (nothing says its key's shape).
-    expect(await pauseCommand(admin, 'api-per-customer', ['acme'], { for: '10s' })).toMatch(/^bucket .*acme.* of throttle api-per-customer paused until /);
+    // A throttle only the Grantor API uses is declared by no live worker: the CLI refuses it (a typo would pause
+    // nothing), and --force pauses it (nothing says its key's shape).
+    await expect(pauseCommand(admin, 'api-per-customer', ['acme'], { for: '10s' })).rejects.toThrow(/is not declared by any live ThrottledWorker.*add --force/);
+    expect(await pauseCommand(admin, 'api-per-customer', ['acme'], { for: '10s', force: true })).toMatch(/^bucket .*acme.* of throttle api-per-customer paused for 10s, until /);
     const [acme, globex] = await grantor.grant([[{ throttle: perCustomer, key: ['acme'] }], [{ throttle: perCustomer, key: ['globex'] }]]);
     expect(acme.granted).toBe(false);
     expect(globex.granted).toBe(true);

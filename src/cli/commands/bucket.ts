@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { BucketStats } from '../../admin/types';
 import { KeyValue } from '../../declarations/Key';
-import { formatBucketKey, formatCount, formatLimit, formatRate, formatRelative, plural, table } from '../format';
+import { formatBucketKey, formatCount, formatLimit, formatRate, formatRelative, formatRemaining, plural, table } from '../format';
 import { parseKeyArgs } from '../keyArgs';
 import { runCommand, toJson } from '../run';
 
@@ -36,7 +36,7 @@ export function formatBucketStats(stats: BucketStats): string {
       ]] : []),
     ], { indent: '  ' }),
     ...table([
-      ...(stats.paused ? [['paused', stats.paused.until === null ? 'until resumed' : `until ${formatRelative(stats.paused.until, stats.at)}`] as [string, string]] : []),
+      ...(stats.paused ? [['paused', formatRemaining(stats.paused.until, stats.at)] as [string, string]] : []),
       ['binding now', stats.bindingNow ?? 'nothing: it has room'],
       ['waiting', `${plural(stats.waiting, 'job')} held on this bucket`],
       ['next room', stats.nextRoomAt === null ? 'when resumed' : stats.nextRoomAt <= stats.at ? 'now' : formatRelative(stats.nextRoomAt, stats.at)],

@@ -7,6 +7,7 @@ import { InvalidOptionError } from '../../errors/InvalidOptionError';
 import { InvalidThrottleError } from '../../errors/InvalidThrottleError';
 import { UsageError } from '../errors';
 import { formatBucketKey } from '../format';
+import { requireDeclared } from '../declaredThrottle';
 import { parseKeyArgs } from '../keyArgs';
 import { runCommand, toJson } from '../run';
 
@@ -20,8 +21,9 @@ export function parseLimitList(text: string): LimitInput[] {
 }
 
 /** `bullmq-throttle limit <name> [key...] --set 50/1s[,1000/1m] [--ttl 1h] | --clear`. */
-export async function limitCommand(admin: ThrottleAdmin, name: string, key: KeyValue[] | null, options: { set?: string; clear?: boolean; ttl?: string; json?: boolean }): Promise<string> {
+export async function limitCommand(admin: ThrottleAdmin, name: string, key: KeyValue[] | null, options: { set?: string; clear?: boolean; ttl?: string; json?: boolean; force?: boolean }): Promise<string> {
   if (Boolean(options.set) === Boolean(options.clear)) throw new UsageError('limit: give --set N/window[,N/window] or --clear (one of them).');
+  if (!options.force) await requireDeclared(admin, name, options.clear ? 'clear the limits of' : 'set the limits of');
   const where = key === null ? `throttle ${name}` : `bucket ${formatBucketKey(key)} of throttle ${name}`;
   try {
     if (options.clear) {
@@ -47,7 +49,8 @@ export function registerLimit(program: Command): void {
     .option('--set <limits>', 'N/window, comma-separated: 50/1s,1000/1m')
     .option('--ttl <duration>', "the override lapses after this long ('10m', '1h'); without it, until cleared")
     .option('--clear', 'back to the declared limits')
-    .action(async (name: string, key: string[], options: { set?: string; clear?: boolean; ttl?: string }, command: Command) => {
+    .option('--force', 'a throttle no live worker declares yet (the limits apply once one does)')
+    .action(async (name: string, key: string[], options: { set?: string; clear?: boolean; ttl?: string; force?: boolean }, command: Command) => {
       const values = parseKeyArgs(key ?? []);
       await runCommand(command, (admin, globals) => limitCommand(admin, name, values, { ...options, json: globals.json }));
     });

@@ -3,7 +3,7 @@ import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { ThrottleStats } from '../../admin/types';
 import { formatWindow } from '../../declarations/window';
 import { Missing } from '../../declarations/Missing';
-import { formatBucketKey, formatCount, formatLimit, formatLimits, formatRelative, plural, table } from '../format';
+import { formatBucketKey, formatCount, formatLimit, formatLimits, formatRemaining, plural, table } from '../format';
 import { parseWholeNumber } from '../options';
 import { runCommand, toJson } from '../run';
 
@@ -41,7 +41,7 @@ function formatPerSecond(perSecond: number): string {
 function formatOverride(stats: ThrottleStats): string {
   const whole = stats.overrides.throttle;
   const parts = [
-    whole ? `set at run time ${whole.until === null ? 'until cleared' : `until ${formatRelative(whole.until, stats.at)}`}` : '',
+    whole ? `set at run time ${formatRemaining(whole.until, stats.at, 'until cleared')}` : '',
     stats.overrides.buckets > 0 ? `${plural(stats.overrides.buckets, 'bucket')} with limits of their own` : '',
   ].filter(Boolean);
   return parts.length > 0 ? ` (${parts.join('; ')})` : '';
@@ -59,7 +59,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
       ['buckets', `${formatCount(stats.activeBuckets)} active, ${formatCount(stats.bucketsAtLimit)} at their limit`],
       ['waiting', `${plural(stats.waiting, 'job')} held on full buckets`],
       ...(stats.paused ? [['paused', [
-        stats.paused.all ? `every bucket ${stats.paused.all.until === null ? 'until resumed' : `until ${formatRelative(stats.paused.all.until, stats.at)}`}` : '',
+        stats.paused.all ? `every bucket ${formatRemaining(stats.paused.all.until, stats.at)}` : '',
         stats.paused.buckets > 0 ? `${plural(stats.paused.buckets, 'bucket')} on their own` : '',
       ].filter(Boolean).join('; ')] as [string, string]] : []),
       ...last.map((line, i): [string, string] => [i === 0 ? 'last window' : '', line]),

@@ -1,12 +1,13 @@
 import { Command } from 'commander';
 import { JobExplanation } from '../../admin/explainJob';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
-import { formatBucketKey, formatRelative, table } from '../format';
+import { formatWindow } from '../../declarations/windowText';
+import { formatBucketKey, formatRelative, formatRemaining, table } from '../format';
 import { runCommand, toJson } from '../run';
 
 /** A bucket's room column: its pause, else when room returns, on the clock of the bucket's own read. */
 function roomOf(b: JobExplanation['buckets'][number]): string {
-  if (b.paused) return `paused${b.paused.until === null ? ' until resumed' : ` until ${formatRelative(b.paused.until, b.at)}`}`;
+  if (b.paused) return `paused ${formatRemaining(b.paused.until, b.at)}`;
   if (b.nextRoomAt === null) return 'when resumed';
   return b.nextRoomAt <= b.at ? 'room now' : formatRelative(b.nextRoomAt, b.at);
 }
@@ -18,7 +19,7 @@ export function formatExplanation(e: JobExplanation): string {
       ['bucket', 'counted', 'room'],
       ...e.buckets.map((b) => [
         `${b.throttle} ${formatBucketKey(b.key)}${b.holdsIt ? ' (holds it)' : ''}`,
-        [...b.limits.map((l) => `${l.counted}/${l.max} per ${l.windowMs} ms`), ...(b.rate ? [`rate: ${b.rate.room} may go`] : [])].join(', '),
+        [...b.limits.map((l) => `${l.counted}/${l.max} per ${formatWindow(l.windowMs)}`), ...(b.rate ? [`rate: ${b.rate.room} may go`] : [])].join(', '),
         roomOf(b),
       ]),
     ], { indent: '  ' }));
