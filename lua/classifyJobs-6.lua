@@ -62,7 +62,9 @@ for i = 1, count do
     if bucketId then
       rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
       rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
-      noteWaiting(queueBase, parseBucketId(bucketId), 1)
+      local bucket = parseBucketId(bucketId)
+      noteWaiting(queueBase, bucket, 1)
+      noteLimited(queueBase, bucket, 1)
       rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else

@@ -142,7 +142,9 @@ local function deliver(jobId, buckets, held, inActive)
   if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, limiterKey) end
 end
 
-local function wait(member, order, bucket, atUs)
+-- filedNow: jobs the caller filed into the class's list just before (they start waiting now, counted as
+-- limited); a woken class that waits again brings no new ones.
+local function wait(member, order, bucket, atUs, filedNow)
   rcall('HSET', classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
   -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
@@ -152,6 +154,7 @@ local function wait(member, order, bucket, atUs)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
   noteWaiting(queueBase, bucket, held)
+  noteLimited(queueBase, bucket, filedNow)
   rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
   someWaiting = true
@@ -166,7 +169,9 @@ local function file(member, jobId, order)
   if bucketId then
     -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
     rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
-    noteWaiting(queueBase, parseBucketId(bucketId), 1)
+    local bucket = parseBucketId(bucketId)
+    noteWaiting(queueBase, bucket, 1)
+    noteLimited(queueBase, bucket, 1)
     rcall('HINCRBY', stateKey, 'blocked', 1)
   end
 end
@@ -340,7 +345,7 @@ local function placeFresh(job)
   if fits == 'stale' then
     rcall('SADD', staleKey, member)
   elseif not blockedOn then
-    wait(member, freshOrder(job), bucketsOrFull, fullAtUs)
+    wait(member, freshOrder(job), bucketsOrFull, fullAtUs, 1)
   end
 end
 
@@ -377,7 +382,7 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
         budget = budget - 1
       elseif fits == nil then
         file(member, jobId, order)
-        wait(member, order, bucketsOrFull, fullAtUs)
+        wait(member, order, bucketsOrFull, fullAtUs, 1)
         budget = budget - 1
       else
         deliver(jobId, bucketsOrFull, true)
@@ -394,7 +399,7 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
       budget = budget - 1
     elseif fits == nil then
       rcall('ZREM', readyClassesKey, member)
-      wait(member, order, bucketsOrFull, fullAtUs)
+      wait(member, order, bucketsOrFull, fullAtUs, 0)
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)

@@ -4,7 +4,9 @@
   keep them whichever slot the throttle's counters are in. ThrottleAdmin adds them up over the queues
   where the throttle is declared:
     :waiting  ZSET bucket -> this queue's jobs held because that bucket is full
-    :stats    HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting),
+    :stats    HASH delivered, limited (totals since the keys exist: deliveries, and jobs that started
+              waiting on a full bucket, each once, counted for the throttle of the first bucket that held
+              it), waiting (the sum of :waiting),
               longest (the throttle's longest window in ms, written by publishQueueConfig), expired
               (leased tokens found expired unused: includes/leasedRoom)
     :recent   HASH slot of longest/60 -> deliveries in it
@@ -20,7 +22,12 @@ local function noteWaiting(queueBase, bucket, delta)
   local left = tonumber(rcall('ZINCRBY', base .. ':waiting', delta, bucket.bucket))
   if left <= 0 then rcall('ZREM', base .. ':waiting', bucket.bucket) end
   rcall('HINCRBY', base .. ':stats', 'waiting', delta)
-  if delta > 0 then rcall('HINCRBY', base .. ':stats', 'limited', delta) end
+end
+
+-- count jobs start waiting on the full bucket for the first time: filed into a class list that waits on
+-- it. A class woken and found full again waits once more with the same jobs, which stay counted once.
+local function noteLimited(queueBase, bucket, count)
+  if count > 0 then rcall('HINCRBY', queueStatsBase(queueBase, bucket.name) .. ':stats', 'limited', count) end
 end
 
 local deliveredByThrottle = {}

@@ -69,6 +69,10 @@ export interface ThrottleStats extends ThrottleSummary {
   lastWindow: { windowMs: number; max: number; delivered: number }[];
   /** Since the throttle's keys were created. */
   deliveredTotal: number;
+  /**
+   * Jobs that had to wait because a bucket of the throttle was full, since its keys were created: each job once,
+   * when it starts waiting, for the throttle whose bucket held it first (re-checks of a waiting job count nothing).
+   */
   limitedTotal: number;
   /**
    * Set while the throttle is held after the Redis node counting it restarted or a replica took over: nothing of

@@ -26,7 +26,7 @@ export interface MetricDefinition {
 export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
   {
     name: 'throttle_limited_total',
-    help: 'Times jobs were held by a limit of the throttle (a bucket they draw from had no room; a job held again counts again), since its keys were created.',
+    help: 'Jobs that had to wait because a bucket of the throttle had no room (each job once, when it starts waiting, for the throttle that held it first), since its keys were created.',
     type: 'counter',
     labelNames: ['throttle'],
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.limitedTotal })),

@@ -63,8 +63,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
         stats.paused.buckets > 0 ? `${plural(stats.paused.buckets, 'bucket')} on their own` : '',
       ].filter(Boolean).join('; ')] as [string, string]] : []),
       ...last.map((line, i): [string, string] => [i === 0 ? 'last window' : '', line]),
-      // limitedTotal counts holds, not jobs: a job held, let go and held again counts each time.
-      ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${plural(stats.limitedTotal, 'wait')} on a full bucket (a job held again counts again), since its keys exist`],
+      ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${plural(stats.limitedTotal, 'job')} waited on a full bucket, since its keys exist`],
     ], { indent: '  ' }),
   ];
   if (top > 0) {

@@ -78,7 +78,7 @@ export class ThrottleCard {
         stat('waiting', 'jobs waiting', t.waiting),
         stat('tokensExpired', 'tokens expired', t.tokensExpired),
         stat('deliveredTotal', 'delivered', t.deliveredTotal),
-        stat('limitedTotal', 'held by a limit', t.limitedTotal)),
+        stat('limitedTotal', 'jobs that waited', t.limitedTotal)),
       topBuckets(t));
     const windows = new Set(t.lastWindow.map((w) => w.windowMs));
     for (const [windowMs, chart] of this.chartsByWindow) {
