@@ -11,7 +11,7 @@ import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { suggestionText } from './nearbyNames';
-import { decodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { decodeBucket, encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
@@ -398,19 +398,34 @@ export class ThrottleAdmin {
    * Replaces the declared window limits of a throttle, or (`key`) of one bucket (a plan tier), until cleared or
    * for `ttlMs`: from the next grant of every worker on, kept in Redis, shown in throttleStats (limitSource) and
    * throttleBucket. Declared windows it leaves out are still counted, so that clearing it finds every delivery
-   * counted; a lowered limit holds fully within W + h (the design's Limit changes).
+   * counted; a lowered limit holds fully within W + h (the design's Limit changes); under a raised one, jobs
+   * waiting on the throttle's buckets look again at once.
    */
   async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
     const checked = checkedLimits(name, limits);
     const ttlMs = ttlOf(name, options.ttlMs);
-    const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries()), options.key);
+    const entries = await this.liveEntries();
+    const segment = bucketSegmentOf(name, this.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
+    await this.wakeDeclaring(name, segment, entries);
   }
 
   /** Goes back to the declared limits: of the whole throttle and every bucket, or (`key`) of one bucket. */
   async clearLimits(name: string, options: { key?: readonly KeyValue[] | null } = {}): Promise<void> {
-    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, await this.liveEntries()), options.key);
+    const entries = await this.liveEntries();
+    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
+    await this.wakeDeclaring(name, segment, entries);
+  }
+
+  /**
+   * Classes waiting on the throttle's buckets (`segment`: one; '': all) look again at once in every queue that
+   * declares it: a raised limit has room now, which their wakeup time, set under the old one, does not know.
+   */
+  private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
+    for (const q of this.queuesOf(entriesDeclaring(entries, name))) {
+      await this.runner.run('wakeBuckets', [q.wakeups, q.leaseRoom, q.marker], [encodeSegment(name), segment === '*' ? '' : segment]);
+    }
   }
 
   /**

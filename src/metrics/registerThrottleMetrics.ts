@@ -64,7 +64,7 @@ function loadPromClient(): PromClient {
  * Registers the throttle metrics on `registry`. Each scrape reads them afresh through ThrottleAdmin (one
  * read shared by every metric of the scrape); series of throttles and queues no longer live disappear.
  * A scrape that cannot read Redis (down, or slower than `timeoutMs`) does not fail and logs nothing: it
- * reports no throttle series, and `throttle_metrics_collect_success` 0.
+ * reports no throttle series, and `bullmq_throttle_metrics_collect_success` 0.
  */
 export function registerThrottleMetrics(registry: MetricsRegistry, options: ThrottleMetricsOptions): ThrottleMetrics {
   const timeoutMs = options.timeoutMs ?? 5000;

@@ -22,21 +22,21 @@ async function scrape(options: ThrottleMetricsOptions): Promise<string> {
 }
 
 const EXPECTED: Record<string, number> = {
-  throttle_metrics_collect_success: 1,
-  'throttle_waiting{throttle="stripe"}': STRIPE.waiting,
-  'throttle_delivered_total{throttle="stripe"}': STRIPE.delivered,
-  'throttle_active_buckets{throttle="stripe"}': STRIPE.activeBuckets,
-  'throttle_buckets_at_limit{throttle="stripe"}': STRIPE.bucketsAtLimit,
-  'throttle_window_deliveries{throttle="stripe",window="1m"}': STRIPE.delivered,
-  'throttle_queue_held_jobs{queue="{bull}orders"}': HELD['{bull}orders'],
-  'throttle_queue_held_jobs{queue="{bull}refunds"}': HELD['{bull}refunds'],
-  'throttle_queue_held_jobs{queue="{refunds}"}': HELD['{refunds}'],
-  'throttle_queue_held_jobs{queue="{invoices}"}': HELD['{invoices}'],
-  'throttle_queue_held_jobs{queue="{orders}"}': 0,
-  'throttle_declaring_workers{queue="{orders}",throttle="stripe"}': 1,
-  'throttle_declaring_workers{queue="{invoices}",throttle="stripe"}': 1,
-  'throttle_queue_plain_workers{queue="{orders}"}': 1,
-  'throttle_queue_plain_workers{queue="{invoices}"}': 0,
+  bullmq_throttle_metrics_collect_success: 1,
+  'bullmq_throttle_waiting_jobs{throttle="stripe"}': STRIPE.waiting,
+  'bullmq_throttle_jobs_delivered_total{throttle="stripe"}': STRIPE.delivered,
+  'bullmq_throttle_active_buckets{throttle="stripe"}': STRIPE.activeBuckets,
+  'bullmq_throttle_buckets_at_limit{throttle="stripe"}': STRIPE.bucketsAtLimit,
+  'bullmq_throttle_window_delivered_jobs{throttle="stripe",window="1m"}': STRIPE.delivered,
+  'bullmq_throttle_queue_held_jobs{queue="{bull}orders"}': HELD['{bull}orders'],
+  'bullmq_throttle_queue_held_jobs{queue="{bull}refunds"}': HELD['{bull}refunds'],
+  'bullmq_throttle_queue_held_jobs{queue="{refunds}"}': HELD['{refunds}'],
+  'bullmq_throttle_queue_held_jobs{queue="{invoices}"}': HELD['{invoices}'],
+  'bullmq_throttle_queue_held_jobs{queue="{orders}"}': 0,
+  'bullmq_throttle_declaring_workers{queue="{orders}",throttle="stripe"}': 1,
+  'bullmq_throttle_declaring_workers{queue="{invoices}",throttle="stripe"}': 1,
+  'bullmq_throttle_queue_plain_workers{queue="{orders}"}': 1,
+  'bullmq_throttle_queue_plain_workers{queue="{invoices}"}': 0,
 };
 
 function expectFigures(text: string, expected: Record<string, number>): void {
@@ -48,8 +48,8 @@ test('on a Cluster client the app owns: every figure, from the nodes holding eac
   const text = await scrape({ connection: s.client });
   expectFigures(text, EXPECTED);
   // Leased tokens of '{refunds}' and '{invoices}', added up from their nodes (any that expired unused).
-  expect(seriesValue(text, 'throttle_tokens_expired_total{throttle="stripe"}')).toBeGreaterThanOrEqual(0);
-  expect(seriesValue(text, 'throttle_waiting{throttle="partner"}')).toBeUndefined();
+  expect(seriesValue(text, 'bullmq_throttle_tokens_expired_total{throttle="stripe"}')).toBeGreaterThanOrEqual(0);
+  expect(seriesValue(text, 'bullmq_throttle_waiting_jobs{throttle="partner"}')).toBeUndefined();
   expect(s.client.status).toBe('ready'); // not closed: the app's
 });
 
@@ -62,12 +62,12 @@ test('from Cluster seeds (a connection the metrics open and close), and from see
 test('throttlePrefix reports another namespace\'s throttles', async () => {
   const text = await scrape({ connection: s.client, throttlePrefix: SHARED_NAMESPACE });
   expectFigures(text, {
-    'throttle_waiting{throttle="partner"}': 2,
-    'throttle_delivered_total{throttle="partner"}': 1,
-    'throttle_window_deliveries{throttle="partner",window="1m"}': 1,
-    [`throttle_queue_held_jobs{queue="${SHARED_QUEUE}"}`]: 2,
+    'bullmq_throttle_waiting_jobs{throttle="partner"}': 2,
+    'bullmq_throttle_jobs_delivered_total{throttle="partner"}': 1,
+    'bullmq_throttle_window_delivered_jobs{throttle="partner",window="1m"}': 1,
+    [`bullmq_throttle_queue_held_jobs{queue="${SHARED_QUEUE}"}`]: 2,
   });
-  expect(seriesValue(text, 'throttle_waiting{throttle="stripe"}')).toBeUndefined();
+  expect(seriesValue(text, 'bullmq_throttle_waiting_jobs{throttle="stripe"}')).toBeUndefined();
 });
 
 test('a ThrottleAdmin and a throttlePrefix that disagree are refused', () => {

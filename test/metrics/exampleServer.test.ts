@@ -24,10 +24,10 @@ describe('the example metrics server', () => {
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe(Registry.PROMETHEUS_CONTENT_TYPE);
       const text = await response.text();
-      expect(seriesValue(text, 'throttle_waiting{throttle="per-customer"}')).toBe(121);
-      expect(seriesValue(text, 'throttle_queue_held_jobs{queue="orders"}')).toBe(121);
-      expect(seriesValue(text, 'throttle_effective_limit{throttle="per-customer",window="1m"}')).toBe(2);
-      expect(seriesValue(text, 'throttle_metrics_collect_success')).toBe(1);
+      expect(seriesValue(text, 'bullmq_throttle_waiting_jobs{throttle="per-customer"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_queue_held_jobs{queue="orders"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_effective_limit_jobs{throttle="per-customer",window="1m"}')).toBe(2);
+      expect(seriesValue(text, 'bullmq_throttle_metrics_collect_success')).toBe(1);
       expect(text).not.toContain('acme');
       const withQuery = await fetch(`${server.url}?x=1`);
       expect(withQuery.status).toBe(200);

@@ -100,13 +100,13 @@ describe('the Grafana dashboard (docs/grafana/bullmq-throttle.json)', () => {
   }
 
   it('the collector exports what the check reads', () => {
-    expect(exported.has('throttle_delivered_total')).toBe(true);
-    expect(exported.get('throttle_effective_limit')?.labels.sort()).toEqual(['throttle', 'window']);
+    expect(exported.has('bullmq_throttle_jobs_delivered_total')).toBe(true);
+    expect(exported.get('bullmq_throttle_effective_limit_jobs')?.labels.sort()).toEqual(['throttle', 'window']);
   });
 
   it('reads the metrics from the parser\'s point of view as intended', () => {
-    expect(promqlReferences('sum by (throttle) (rate(throttle_delivered_total{throttle=~"$throttle"}[$__rate_interval]))'))
-      .toEqual([{ metric: 'throttle_delivered_total', labels: ['throttle'] }]);
+    expect(promqlReferences('sum by (throttle) (rate(bullmq_throttle_jobs_delivered_total{throttle=~"$throttle"}[$__rate_interval]))'))
+      .toEqual([{ metric: 'bullmq_throttle_jobs_delivered_total', labels: ['throttle'] }]);
     expect(promqlReferences('histogram_quantile(0.9, sum by (le) (rate(x_seconds_bucket{queue!="a,b"}[5m]))) / on(queue) y'))
       .toEqual([{ metric: 'x_seconds_bucket', labels: ['queue', 'le'] }, { metric: 'y', labels: ['le', 'queue'] }]);
   });
@@ -131,8 +131,8 @@ describe('the Grafana dashboard (docs/grafana/bullmq-throttle.json)', () => {
       }
     }
     // The figures the issue asks for have a panel each.
-    for (const metric of ['throttle_window_deliveries', 'throttle_effective_limit', 'throttle_queue_held_jobs', 'throttle_buckets_at_limit',
-      'throttle_oldest_held_seconds', 'throttle_tokens_expired_total', 'throttle_effective_rate']) expect(queried).toContain(metric);
+    for (const metric of ['bullmq_throttle_window_delivered_jobs', 'bullmq_throttle_effective_limit_jobs', 'bullmq_throttle_queue_held_jobs', 'bullmq_throttle_buckets_at_limit',
+      'bullmq_throttle_queue_oldest_waiting_seconds', 'bullmq_throttle_tokens_expired_total', 'bullmq_throttle_effective_rate_per_second']) expect(queried).toContain(metric);
   });
 
   it('its variables: a Prometheus data source, and throttle (and queue) from label values of exported metrics', () => {

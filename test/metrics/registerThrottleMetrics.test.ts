@@ -9,23 +9,23 @@ import { TcpProxy } from './tcpProxy';
 import { MetricsScenario, seriesLines, seriesValue, startScenario } from './scenario';
 
 const THROTTLE_METRICS = [
-  'throttle_limited_total',
-  'throttle_delivered_total',
-  'throttle_tokens_expired_total',
-  'throttle_recovery_hold_seconds',
-  'throttle_active_buckets',
-  'throttle_buckets_at_limit',
-  'throttle_waiting',
-  'throttle_effective_burst',
-  'throttle_effective_concurrency',
-  'throttle_effective_limit',
-  'throttle_effective_rate',
-  'throttle_window_deliveries',
-  'throttle_queue_held_jobs',
-  'throttle_queue_held_by_full_buckets',
-  'throttle_oldest_held_seconds',
-  'throttle_declaring_workers',
-  'throttle_queue_plain_workers',
+  'bullmq_throttle_jobs_limited_total',
+  'bullmq_throttle_jobs_delivered_total',
+  'bullmq_throttle_tokens_expired_total',
+  'bullmq_throttle_recovery_hold_seconds',
+  'bullmq_throttle_active_buckets',
+  'bullmq_throttle_buckets_at_limit',
+  'bullmq_throttle_waiting_jobs',
+  'bullmq_throttle_effective_burst_jobs',
+  'bullmq_throttle_effective_concurrency_jobs',
+  'bullmq_throttle_effective_limit_jobs',
+  'bullmq_throttle_effective_rate_per_second',
+  'bullmq_throttle_window_delivered_jobs',
+  'bullmq_throttle_queue_held_jobs',
+  'bullmq_throttle_queue_waiting_jobs',
+  'bullmq_throttle_queue_oldest_waiting_seconds',
+  'bullmq_throttle_declaring_workers',
+  'bullmq_throttle_queue_plain_workers',
 ];
 
 describe('registerThrottleMetrics, against a scenario with known answers', () => {
@@ -50,43 +50,43 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
   it('reports the throttle and queue figures in the text format', async () => {
     await withMetrics({}, async (registry) => {
       const text = await registry.metrics();
-      expect(text).toContain('# TYPE throttle_limited_total counter');
-      expect(text).toContain('# TYPE throttle_delivered_total counter');
-      expect(text).toContain('# TYPE throttle_waiting gauge');
+      expect(text).toContain('# TYPE bullmq_throttle_jobs_limited_total counter');
+      expect(text).toContain('# TYPE bullmq_throttle_jobs_delivered_total counter');
+      expect(text).toContain('# TYPE bullmq_throttle_waiting_jobs gauge');
       const expected: Record<string, number> = {
-        'throttle_active_buckets{throttle="per-customer"}': 5,
-        'throttle_buckets_at_limit{throttle="per-customer"}': 3,
-        'throttle_waiting{throttle="per-customer"}': 121,
-        'throttle_limited_total{throttle="per-customer"}': 121,
-        'throttle_delivered_total{throttle="per-customer"}': 8,
-        'throttle_effective_limit{throttle="per-customer",window="1m"}': 2,
-        'throttle_window_deliveries{throttle="per-customer",window="1m"}': 8,
-        'throttle_active_buckets{throttle="everything"}': 1,
-        'throttle_buckets_at_limit{throttle="everything"}': 0,
-        'throttle_waiting{throttle="everything"}': 0,
-        'throttle_effective_limit{throttle="everything",window="1m"}': 1000,
-        'throttle_window_deliveries{throttle="everything",window="1m"}': 8,
-        'throttle_effective_limit{throttle="emails",window="1s"}': 5,
-        'throttle_effective_limit{throttle="reports-only",window="1s"}': 10,
-        'throttle_queue_held_jobs{queue="orders"}': 121,
-        'throttle_queue_held_by_full_buckets{queue="orders"}': 121,
-        'throttle_queue_held_jobs{queue="reports"}': 0,
-        'throttle_oldest_held_seconds{queue="reports"}': 0,
-        'throttle_declaring_workers{queue="orders",throttle="per-customer"}': 2,
-        'throttle_declaring_workers{queue="orders",throttle="everything"}': 1,
-        'throttle_declaring_workers{queue="orders",throttle="emails"}': 1,
-        'throttle_declaring_workers{queue="reports",throttle="reports-only"}': 1,
-        'throttle_queue_plain_workers{queue="orders"}': 0,
-        throttle_metrics_collect_success: 1,
+        'bullmq_throttle_active_buckets{throttle="per-customer"}': 5,
+        'bullmq_throttle_buckets_at_limit{throttle="per-customer"}': 3,
+        'bullmq_throttle_waiting_jobs{throttle="per-customer"}': 121,
+        'bullmq_throttle_jobs_limited_total{throttle="per-customer"}': 121,
+        'bullmq_throttle_jobs_delivered_total{throttle="per-customer"}': 8,
+        'bullmq_throttle_effective_limit_jobs{throttle="per-customer",window="1m"}': 2,
+        'bullmq_throttle_window_delivered_jobs{throttle="per-customer",window="1m"}': 8,
+        'bullmq_throttle_active_buckets{throttle="everything"}': 1,
+        'bullmq_throttle_buckets_at_limit{throttle="everything"}': 0,
+        'bullmq_throttle_waiting_jobs{throttle="everything"}': 0,
+        'bullmq_throttle_effective_limit_jobs{throttle="everything",window="1m"}': 1000,
+        'bullmq_throttle_window_delivered_jobs{throttle="everything",window="1m"}': 8,
+        'bullmq_throttle_effective_limit_jobs{throttle="emails",window="1s"}': 5,
+        'bullmq_throttle_effective_limit_jobs{throttle="reports-only",window="1s"}': 10,
+        'bullmq_throttle_queue_held_jobs{queue="orders"}': 121,
+        'bullmq_throttle_queue_waiting_jobs{queue="orders"}': 121,
+        'bullmq_throttle_queue_held_jobs{queue="reports"}': 0,
+        'bullmq_throttle_queue_oldest_waiting_seconds{queue="reports"}': 0,
+        'bullmq_throttle_declaring_workers{queue="orders",throttle="per-customer"}': 2,
+        'bullmq_throttle_declaring_workers{queue="orders",throttle="everything"}': 1,
+        'bullmq_throttle_declaring_workers{queue="orders",throttle="emails"}': 1,
+        'bullmq_throttle_declaring_workers{queue="reports",throttle="reports-only"}': 1,
+        'bullmq_throttle_queue_plain_workers{queue="orders"}': 0,
+        bullmq_throttle_metrics_collect_success: 1,
       };
       for (const [series, value] of Object.entries(expected)) expect([series, seriesValue(text, series)]).toEqual([series, value]);
-      const oldest = seriesValue(text, 'throttle_oldest_held_seconds{queue="orders"}')!;
+      const oldest = seriesValue(text, 'bullmq_throttle_queue_oldest_waiting_seconds{queue="orders"}')!;
       expect(oldest).toBeGreaterThanOrEqual(0);
       expect(oldest).toBeLessThan(30);
       // Labelled by throttle, queue and window only: no key value anywhere, and one series per throttle.
       expect(text).not.toMatch(/acme|b1|b2|b3|b4/);
-      for (const line of seriesLines(text)) expect(line).toMatch(/^throttle_[a-z_]+(\{((throttle|queue|window)="[^"]*",?)+\})? [0-9.e+-]+$/);
-      expect(seriesLines(text).filter((l) => l.startsWith('throttle_waiting{'))).toHaveLength(4);
+      for (const line of seriesLines(text)) expect(line).toMatch(/^bullmq_throttle_[a-z_]+(\{((throttle|queue|window)="[^"]*",?)+\})? [0-9.e+-]+$/);
+      expect(seriesLines(text).filter((l) => l.startsWith('bullmq_throttle_waiting_jobs{'))).toHaveLength(4);
     });
   });
 
@@ -94,15 +94,15 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
     await withMetrics({}, async (registry) => {
       const json = await registry.getMetricsAsJSON();
       const byName = new Map(json.map((metric) => [metric.name, metric]));
-      expect([...byName.keys()].sort()).toEqual([...THROTTLE_METRICS, 'throttle_metrics_collect_success'].sort());
+      expect([...byName.keys()].sort()).toEqual([...THROTTLE_METRICS, 'bullmq_throttle_metrics_collect_success'].sort());
       const values = (name: string) => byName.get(name)!.values.map((v) => ({ labels: v.labels, value: v.value }));
-      expect(byName.get('throttle_limited_total')!.type).toBe('counter');
-      expect(values('throttle_limited_total')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 121 }]));
-      expect(values('throttle_delivered_total')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 8 }]));
-      expect(values('throttle_active_buckets')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 5 }]));
-      expect(values('throttle_buckets_at_limit')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 3 }]));
-      expect(values('throttle_queue_held_jobs')).toEqual(expect.arrayContaining([{ labels: { queue: 'orders' }, value: 121 }]));
-      expect(values('throttle_effective_limit').sort((a, b) => a.labels.throttle!.toString().localeCompare(b.labels.throttle!.toString()))).toEqual([
+      expect(byName.get('bullmq_throttle_jobs_limited_total')!.type).toBe('counter');
+      expect(values('bullmq_throttle_jobs_limited_total')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 121 }]));
+      expect(values('bullmq_throttle_jobs_delivered_total')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 8 }]));
+      expect(values('bullmq_throttle_active_buckets')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 5 }]));
+      expect(values('bullmq_throttle_buckets_at_limit')).toEqual(expect.arrayContaining([{ labels: { throttle: 'per-customer' }, value: 3 }]));
+      expect(values('bullmq_throttle_queue_held_jobs')).toEqual(expect.arrayContaining([{ labels: { queue: 'orders' }, value: 121 }]));
+      expect(values('bullmq_throttle_effective_limit_jobs').sort((a, b) => a.labels.throttle!.toString().localeCompare(b.labels.throttle!.toString()))).toEqual([
         { labels: { throttle: 'emails', window: '1s' }, value: 5 },
         { labels: { throttle: 'everything', window: '1m' }, value: 1000 },
         { labels: { throttle: 'per-customer', window: '1m' }, value: 2 },
@@ -121,10 +121,10 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
       const second = await registry.metrics();
       const json = await registry.getMetricsAsJSON();
       for (const text of [first, second]) {
-        expect(seriesValue(text, 'throttle_limited_total{throttle="per-customer"}')).toBe(121);
-        expect(seriesValue(text, 'throttle_delivered_total{throttle="per-customer"}')).toBe(8);
+        expect(seriesValue(text, 'bullmq_throttle_jobs_limited_total{throttle="per-customer"}')).toBe(121);
+        expect(seriesValue(text, 'bullmq_throttle_jobs_delivered_total{throttle="per-customer"}')).toBe(8);
       }
-      expect(json.find((m) => m.name === 'throttle_delivered_total')!.values.find((v) => v.labels.throttle === 'per-customer')!.value).toBe(8);
+      expect(json.find((m) => m.name === 'bullmq_throttle_jobs_delivered_total')!.values.find((v) => v.labels.throttle === 'per-customer')!.value).toBe(8);
     });
   });
 
@@ -134,9 +134,9 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
     const metrics = registerThrottleMetrics(registry, { connection: scenario.admin });
     try {
       const text = await registry.metrics();
-      expect(text).toContain('# TYPE throttle_limited counter');
-      expect(seriesValue(text, 'throttle_limited_total{throttle="per-customer"}')).toBe(121);
-      expect(seriesValue(text, 'throttle_delivered_total{throttle="per-customer"}')).toBe(8);
+      expect(text).toContain('# TYPE bullmq_throttle_jobs_limited counter');
+      expect(seriesValue(text, 'bullmq_throttle_jobs_limited_total{throttle="per-customer"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_jobs_delivered_total{throttle="per-customer"}')).toBe(8);
       expect(text.endsWith('# EOF\n')).toBe(true);
     } finally {
       await metrics.close();
@@ -163,15 +163,15 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
   it('with queues, reports only those queues and the throttles declared on them', async () => {
     await withMetrics({ queues: ['orders'] }, async (registry) => {
       const text = await registry.metrics();
-      expect(seriesValue(text, 'throttle_waiting{throttle="per-customer"}')).toBe(121);
-      expect(seriesValue(text, 'throttle_queue_held_jobs{queue="orders"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_waiting_jobs{throttle="per-customer"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_queue_held_jobs{queue="orders"}')).toBe(121);
       expect(text).not.toContain('reports');
     });
     await withMetrics({ queues: ['reports', 'no-such-queue'] }, async (registry) => {
       const text = await registry.metrics();
-      expect(seriesValue(text, 'throttle_effective_limit{throttle="reports-only",window="1s"}')).toBe(10);
-      expect(seriesValue(text, 'throttle_queue_held_jobs{queue="reports"}')).toBe(0);
-      expect(seriesValue(text, 'throttle_metrics_collect_success')).toBe(1);
+      expect(seriesValue(text, 'bullmq_throttle_effective_limit_jobs{throttle="reports-only",window="1s"}')).toBe(10);
+      expect(seriesValue(text, 'bullmq_throttle_queue_held_jobs{queue="reports"}')).toBe(0);
+      expect(seriesValue(text, 'bullmq_throttle_metrics_collect_success')).toBe(1);
       expect(text).not.toMatch(/per-customer|everything|emails|orders|no-such-queue/);
     });
   });
@@ -183,11 +183,11 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
         const live = jest.spyOn(admin, 'live').mockRejectedValueOnce(new Error('Connection is closed.'));
         try {
           const failed = await registry.metrics();
-          expect(seriesLines(failed)).toEqual(['throttle_metrics_collect_success 0']);
-          expect(failed).toContain('# TYPE throttle_waiting gauge');
+          expect(seriesLines(failed)).toEqual(['bullmq_throttle_metrics_collect_success 0']);
+          expect(failed).toContain('# TYPE bullmq_throttle_waiting_jobs gauge');
           const recovered = await registry.metrics();
-          expect(seriesValue(recovered, 'throttle_waiting{throttle="per-customer"}')).toBe(121);
-          expect(seriesValue(recovered, 'throttle_metrics_collect_success')).toBe(1);
+          expect(seriesValue(recovered, 'bullmq_throttle_waiting_jobs{throttle="per-customer"}')).toBe(121);
+          expect(seriesValue(recovered, 'bullmq_throttle_metrics_collect_success')).toBe(1);
         } finally {
           live.mockRestore();
         }
@@ -206,15 +206,15 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
     const registry = new Registry();
     const metrics = registerThrottleMetrics(registry, { connection: `redis://127.0.0.1:${proxy.port}`, prefix: scenario.bed.prefix, timeoutMs: 300 });
     try {
-      expect(seriesValue(await registry.metrics(), 'throttle_queue_held_jobs{queue="orders"}')).toBe(121);
+      expect(seriesValue(await registry.metrics(), 'bullmq_throttle_queue_held_jobs{queue="orders"}')).toBe(121);
       await proxy.cut();
       await new Promise((resolve) => setTimeout(resolve, 200));
-      for (let i = 0; i < 3; i++) expect(seriesLines(await registry.metrics())).toEqual(['throttle_metrics_collect_success 0']);
+      for (let i = 0; i < 3; i++) expect(seriesLines(await registry.metrics())).toEqual(['bullmq_throttle_metrics_collect_success 0']);
       await proxy.restore();
-      await waitFor(async () => seriesValue(await registry.metrics(), 'throttle_metrics_collect_success') === 1, 15_000, 'the figures once Redis is back');
+      await waitFor(async () => seriesValue(await registry.metrics(), 'bullmq_throttle_metrics_collect_success') === 1, 15_000, 'the figures once Redis is back');
       const back = await registry.metrics();
-      expect(seriesValue(back, 'throttle_queue_held_jobs{queue="orders"}')).toBe(121);
-      expect(seriesValue(back, 'throttle_limited_total{throttle="per-customer"}')).toBe(121);
+      expect(seriesValue(back, 'bullmq_throttle_queue_held_jobs{queue="orders"}')).toBe(121);
+      expect(seriesValue(back, 'bullmq_throttle_jobs_limited_total{throttle="per-customer"}')).toBe(121);
       for (const spy of logged) expect(spy.mock.calls).toEqual([]);
     } finally {
       await metrics.close();
@@ -227,13 +227,13 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
     const registry = new Registry();
     const metrics = registerThrottleMetrics(registry, { connection: scenario.admin });
     expect(() => registerThrottleMetrics(registry, { connection: scenario.admin })).toThrow(/already been registered/);
-    expect(registry.getSingleMetric('throttle_waiting')).toBeDefined();
+    expect(registry.getSingleMetric('bullmq_throttle_waiting_jobs')).toBeDefined();
     await metrics.close();
     await metrics.close();
     expect(registry.getMetricsAsArray()).toHaveLength(0);
     expect((await scenario.admin.live()).queues).toContain('orders');
     const again = registerThrottleMetrics(registry, { connection: scenario.admin });
-    expect(seriesValue(await registry.metrics(), 'throttle_waiting{throttle="per-customer"}')).toBe(121);
+    expect(seriesValue(await registry.metrics(), 'bullmq_throttle_waiting_jobs{throttle="per-customer"}')).toBe(121);
     await again.close();
   });
 
@@ -242,8 +242,8 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
     const metrics = registerThrottleMetrics(registry, { connection: testRedisUrl(), prefix: scenario.bed.prefix, queues: ['orders'] });
     try {
       const text = await registry.metrics();
-      expect(seriesValue(text, 'throttle_queue_held_by_full_buckets{queue="orders"}')).toBe(121);
-      expect(seriesValue(text, 'throttle_limited_total{throttle="per-customer"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_queue_waiting_jobs{queue="orders"}')).toBe(121);
+      expect(seriesValue(text, 'bullmq_throttle_jobs_limited_total{throttle="per-customer"}')).toBe(121);
     } finally {
       await metrics.close();
     }
@@ -267,14 +267,14 @@ describe('registerThrottleMetrics: series of throttles and queues that go away',
     try {
       bed.worker('stays', async () => undefined, { throttles: [Throttle.named('t-stays').limit(5, '1s')] });
       const leaving = bed.worker('leaves', async () => undefined, { throttles: [Throttle.named('t-leaves').limit(7, '2s')] });
-      await waitFor(async () => seriesValue(await registry.metrics(), 'throttle_effective_limit{throttle="t-leaves",window="2s"}') === 7, 15_000, 'both throttles reported');
+      await waitFor(async () => seriesValue(await registry.metrics(), 'bullmq_throttle_effective_limit_jobs{throttle="t-leaves",window="2s"}') === 7, 15_000, 'both throttles reported');
       const before = await registry.metrics();
-      expect(seriesValue(before, 'throttle_effective_limit{throttle="t-stays",window="1s"}')).toBe(5);
-      expect(seriesValue(before, 'throttle_queue_held_jobs{queue="leaves"}')).toBe(0);
+      expect(seriesValue(before, 'bullmq_throttle_effective_limit_jobs{throttle="t-stays",window="1s"}')).toBe(5);
+      expect(seriesValue(before, 'bullmq_throttle_queue_held_jobs{queue="leaves"}')).toBe(0);
       await leaving.close();
       const after = await registry.metrics();
-      expect(seriesValue(after, 'throttle_effective_limit{throttle="t-stays",window="1s"}')).toBe(5);
-      expect(seriesValue(after, 'throttle_queue_held_jobs{queue="stays"}')).toBe(0);
+      expect(seriesValue(after, 'bullmq_throttle_effective_limit_jobs{throttle="t-stays",window="1s"}')).toBe(5);
+      expect(seriesValue(after, 'bullmq_throttle_queue_held_jobs{queue="stays"}')).toBe(0);
       expect(after).not.toMatch(/t-leaves|"leaves"/);
     } finally {
       await metrics.close();
@@ -314,9 +314,9 @@ describe('registerThrottleMetrics when Redis cannot be read', () => {
       const started = Date.now();
       const text = await registry.metrics();
       expect(Date.now() - started).toBeLessThan(2000);
-      expect(seriesLines(text)).toEqual(['throttle_metrics_collect_success 0']);
-      expect(seriesLines(await registry.metrics())).toEqual(['throttle_metrics_collect_success 0']);
-      expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values.map((v) => [m.name, v.value]))).toEqual([['throttle_metrics_collect_success', 0]]);
+      expect(seriesLines(text)).toEqual(['bullmq_throttle_metrics_collect_success 0']);
+      expect(seriesLines(await registry.metrics())).toEqual(['bullmq_throttle_metrics_collect_success 0']);
+      expect((await registry.getMetricsAsJSON()).flatMap((m) => m.values.map((v) => [m.name, v.value]))).toEqual([['bullmq_throttle_metrics_collect_success', 0]]);
     } finally {
       await metrics.close();
       for (const spy of logged) {
@@ -336,7 +336,7 @@ describe('registerThrottleMetrics when Redis cannot be read', () => {
     const metrics = registerThrottleMetrics(registry, { connection: { host: '127.0.0.1', port: deadPort, retryStrategy: () => null }, timeoutMs: 10_000 });
     try {
       const started = Date.now();
-      expect(seriesLines(await registry.metrics())).toEqual(['throttle_metrics_collect_success 0']);
+      expect(seriesLines(await registry.metrics())).toEqual(['bullmq_throttle_metrics_collect_success 0']);
       expect(Date.now() - started).toBeLessThan(2000);
     } finally {
       await metrics.close();
@@ -354,7 +354,7 @@ describe('registerThrottleMetrics when Redis cannot be read', () => {
     const metrics = registerThrottleMetrics(registry, { connection: admin, timeoutMs: 10_000 });
     try {
       const started = Date.now();
-      expect(seriesLines(await registry.metrics())).toEqual(['throttle_metrics_collect_success 0']);
+      expect(seriesLines(await registry.metrics())).toEqual(['bullmq_throttle_metrics_collect_success 0']);
       expect(Date.now() - started).toBeLessThan(2000);
     } finally {
       await metrics.close();

@@ -30,8 +30,8 @@ describe('registerThrottleMetrics: throttlePrefix', () => {
 
   it('reports the throttles of the namespace it names, and not those of the prefix\'s', async () => {
     const shared = await scrape(namespace);
-    expect(seriesValue(shared, 'throttle_effective_limit{throttle="smtp",window="1s"}')).toBe(7);
-    expect(seriesValue(shared, 'throttle_declaring_workers{queue="mail",throttle="smtp"}')).toBe(1);
-    expect(seriesValue(await scrape(), 'throttle_effective_limit{throttle="smtp",window="1s"}')).toBeUndefined();
+    expect(seriesValue(shared, 'bullmq_throttle_effective_limit_jobs{throttle="smtp",window="1s"}')).toBe(7);
+    expect(seriesValue(shared, 'bullmq_throttle_declaring_workers{queue="mail",throttle="smtp"}')).toBe(1);
+    expect(seriesValue(await scrape(), 'bullmq_throttle_effective_limit_jobs{throttle="smtp",window="1s"}')).toBeUndefined();
   });
 });
