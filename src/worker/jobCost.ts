@@ -1,5 +1,6 @@
 import { CostSpec, costCapacity, rateCapacity } from '../declarations/Cost';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { formatWindow } from '../declarations/windowText';
 
 /** A job's cost in one throttle: what it counts against every limit, or why it cannot be counted. */
 export type JobCost = { readonly cost: number } | { readonly error: string };
@@ -48,7 +49,7 @@ export function jobCost(throttle: EffectiveThrottle, data: unknown, attributes: 
 
 function describeCapacity(throttle: EffectiveThrottle, capacity: number): string {
   const window = throttle.limits.find((l) => l.max === capacity);
-  if (window) return `limit ${window.max} per ${window.windowMs} ms`;
+  if (window) return `limit ${window.max} per ${formatWindow(window.windowMs)}`;
   if (throttle.tokenRate && rateCapacity(throttle) === capacity) {
     return throttle.tokenRate.burst === capacity
       ? `burst ${capacity} of its rate`

@@ -24,19 +24,25 @@ describe('limitedTotal', () => {
     const queue = bed.queue('limited');
     await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'call', data: { i } })));
     let done = 0;
-    bed.worker('limited', async () => { done++; }, { concurrency: 10, throttles: [Throttle.named('api').limit(2, '1m')] });
+    const worker = bed.worker('limited', async () => { done++; }, { concurrency: 10, throttles: [Throttle.named('api').limit(2, '1m')] });
     const admin = new ThrottleAdmin({ connection: bed.connection, prefix: bed.prefix });
     bed.onClose(() => admin.close());
     const settled = async (delivered: number) => {
       await waitFor(async () => done === delivered && (await admin.queueStats('limited')).heldByFullBuckets === 10 - delivered, 10_000, `${delivered} delivered, the rest held`);
       return admin.throttleStats('api');
     };
-    expect((await settled(2)).limitedTotal).toBe(8);
+    // A job put back for starting late (a busy machine) goes back held, and waits again when its bucket is full:
+    // it starts waiting once more, and is delivered once more.
+    const expectLimited = (limited: number) => {
+      expect(limited).toBeGreaterThanOrEqual(8);
+      expect(limited).toBeLessThanOrEqual(8 + worker.startDeadline.putBack);
+    };
+    expectLimited((await settled(2)).limitedTotal);
     await admin.setLimits('api', [{ max: 3, window: '1m' }]);
-    expect((await settled(3)).limitedTotal).toBe(8);
+    expectLimited((await settled(3)).limitedTotal);
     await admin.setLimits('api', [{ max: 4, window: '1m' }]);
     const stats = await settled(4);
-    expect(stats.limitedTotal).toBe(8);
+    expectLimited(stats.limitedTotal);
     expect(stats.deliveredTotal).toBe(4);
   });
 });

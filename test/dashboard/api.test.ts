@@ -57,7 +57,7 @@ describe('dashboard API', () => {
     const held = scenario.jobIds.acme[5];
     const job = await getJson<WireJob>(`${dashboard.url}/api/job?queue=${QUEUE}&id=${held}`);
     expect(job.body).toMatchObject({ state: 'held', held: 'waiting-on-bucket' });
-    expect(job.body.reason).toMatch(/^waiting: per-customer \[acme\] is full \(2\/2 per 600000 ms\); room returns in \d+ ms$/);
+    expect(job.body.reason).toMatch(/^waiting: per-customer \[acme\] is full \(2\/2 per 10m\); room returns in (\d+(\.\d)?s|\d+m( \d+s)?)$/);
 
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=${THROTTLE}&key=acme`)).status).toBe(400);
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=nope`)).status).toBe(404);

@@ -72,7 +72,7 @@ describe('costs', () => {
     const reasonOf = async (id: string) => { const job = (await queue.getJob(id))!; return { reason: job.failedReason, attempts: job.attemptsMade }; };
     expect(await reasonOf(missing.id!)).toEqual({ attempts: 1, reason: "Throttle 'strict-tokens' counts job.data.tokens for each job, and this job's is missing: it must be a positive whole number. Give the job one, or declare a default: cost(…, { default: 1 })." });
     expect((await reasonOf(text.id!)).reason).toMatch(/this job's is "12": it must be a positive whole number/);
-    expect((await reasonOf(huge.id!)).reason).toBe("Throttle 'strict-tokens': this job costs 101, more than the 100 its limits let go at once (limit 100 per 60000 ms): it could never be delivered. Split the job, or raise the limit.");
+    expect((await reasonOf(huge.id!)).reason).toBe("Throttle 'strict-tokens': this job costs 101, more than the 100 its limits let go at once (limit 100 per 1m): it could never be delivered. Split the job, or raise the limit.");
 
     const lenient = Throttle.named('lenient-tokens').cost(Cost.data('tokens'), { default: 30 }).limit(100, '1m');
     const other = bed.queue('lenient');
