@@ -53,6 +53,20 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.recoveryHold ? Math.max(0, (t.recoveryHold.until - t.at) / 1000) : 0 })),
   },
   {
+    name: 'bullmq_throttle_paused',
+    help: 'Whether every bucket of the throttle is paused (ThrottleAdmin.pause, the CLI, a RetryAfterError without a key): 1 or 0.',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.paused?.all ? 1 : 0 })),
+  },
+  {
+    name: 'bullmq_throttle_paused_buckets',
+    help: 'Buckets of the throttle paused on their own (a key\'s pause, a RetryAfterError of one bucket).',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.paused?.buckets ?? 0 })),
+  },
+  {
     name: 'bullmq_throttle_active_buckets',
     help: 'Buckets of the throttle counting something now: deliveries inside a window, a rate not yet refilled, or jobs in flight.',
     type: 'gauge',

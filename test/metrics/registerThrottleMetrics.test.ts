@@ -13,6 +13,8 @@ const THROTTLE_METRICS = [
   'bullmq_throttle_jobs_delivered_total',
   'bullmq_throttle_tokens_expired_total',
   'bullmq_throttle_recovery_hold_seconds',
+  'bullmq_throttle_paused',
+  'bullmq_throttle_paused_buckets',
   'bullmq_throttle_active_buckets',
   'bullmq_throttle_buckets_at_limit',
   'bullmq_throttle_waiting_jobs',
@@ -55,6 +57,8 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
       expect(text).toContain('# TYPE bullmq_throttle_waiting_jobs gauge');
       const expected: Record<string, number> = {
         'bullmq_throttle_active_buckets{throttle="per-customer"}': 5,
+        'bullmq_throttle_paused{throttle="per-customer"}': 0,
+        'bullmq_throttle_paused_buckets{throttle="per-customer"}': 0,
         'bullmq_throttle_buckets_at_limit{throttle="per-customer"}': 3,
         'bullmq_throttle_waiting_jobs{throttle="per-customer"}': 121,
         'bullmq_throttle_jobs_limited_total{throttle="per-customer"}': 121,
@@ -125,6 +129,27 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
         expect(seriesValue(text, 'bullmq_throttle_jobs_delivered_total{throttle="per-customer"}')).toBe(8);
       }
       expect(json.find((m) => m.name === 'bullmq_throttle_jobs_delivered_total')!.values.find((v) => v.labels.throttle === 'per-customer')!.value).toBe(8);
+    });
+  });
+
+  it('pauses show as gauges: the whole throttle, and buckets paused on their own', async () => {
+    await withMetrics({}, async (registry, admin) => {
+      await admin.pause('everything', { forMs: 60_000 });
+      await admin.pause('per-customer', { key: ['b1'], forMs: 60_000 });
+      await admin.pause('per-customer', { key: ['b2'], forMs: 60_000 });
+      try {
+        const text = await registry.metrics();
+        expect(seriesValue(text, 'bullmq_throttle_paused{throttle="everything"}')).toBe(1);
+        expect(seriesValue(text, 'bullmq_throttle_paused_buckets{throttle="everything"}')).toBe(0);
+        expect(seriesValue(text, 'bullmq_throttle_paused{throttle="per-customer"}')).toBe(0);
+        expect(seriesValue(text, 'bullmq_throttle_paused_buckets{throttle="per-customer"}')).toBe(2);
+      } finally {
+        await admin.resume('everything');
+        await admin.resume('per-customer');
+      }
+      const after = await registry.metrics();
+      expect(seriesValue(after, 'bullmq_throttle_paused{throttle="everything"}')).toBe(0);
+      expect(seriesValue(after, 'bullmq_throttle_paused_buckets{throttle="per-customer"}')).toBe(0);
     });
   });
 
