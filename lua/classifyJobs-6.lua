@@ -16,6 +16,7 @@
 ]]
 local rcall = redis.call
 
+--- @include "includes/nowUs"
 --- @include "includes/schedulerKeys"
 --- @include "includes/throttleStatsNotes"
 --- @include "includes/jobOrder"
@@ -40,6 +41,7 @@ local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount)
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
 
 local placedIds, gone, ready, filed, waitingOn = {}, {}, {}, {}, {}
+local nowMs = math.floor(nowUs() / 1000)
 for i = 1, count do
   local at = 5 * i
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
@@ -64,7 +66,7 @@ for i = 1, count do
       rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
       local bucket = parseBucketId(bucketId)
       noteWaiting(queueBase, bucket, 1)
-      noteLimited(queueBase, bucket, 1)
+      waitNotes.started(queueBase, bucket, member, jobId, nowMs)
       rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else

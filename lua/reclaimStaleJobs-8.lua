@@ -49,6 +49,7 @@ for i = 6, #ARGV do
     for j = 1, #popped, 2 do
       local jobId = popped[j]
       -- A job removed from outside and already uncounted (forgetRemovedJobs) is simply let go.
+      waitNotes.ended(queueBase, member, jobId, buckets, nil)
       if rcall('SREM', removedHeldKey, jobId) == 0 then
         stillHeld = stillHeld + 1
         rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)

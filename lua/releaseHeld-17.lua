@@ -160,7 +160,9 @@ while moves < budget do
     local classKey = classJobsKey(queueBase, member)
     local popped = rcall('ZPOPMIN', classKey, budget - moves)
     local ready = {}
+    local _, classBuckets = parseClass(member)
     for j = 1, #popped, 2 do
+      waitNotes.ended(queueBase, member, popped[j], classBuckets, nil)
       -- A job removed from outside and already uncounted (forgetRemovedJobs) is simply let go.
       if rcall('SREM', removedHeldKey, popped[j]) == 0 then
         ready[#ready + 1] = popped[j + 1]

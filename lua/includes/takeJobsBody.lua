@@ -123,7 +123,7 @@ local function deliver(jobId, buckets, held, inActive)
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
     if rcall('SREM', removedHeldKey, jobId) == 0 then heldLeft = heldLeft + 1 end
     dropped = dropped + 1
-    return
+    return false
   end
   if held then heldLeft = heldLeft + 1 end
   for i = 1, #buckets do
@@ -140,11 +140,12 @@ local function deliver(jobId, buckets, held, inActive)
   delivered = delivered + 1
   -- bullmq's limiter took this delivery: once full, nothing more goes.
   if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, limiterKey) end
+  return true
 end
 
--- filedNow: jobs the caller filed into the class's list just before (they start waiting now, counted as
--- limited); a woken class that waits again brings no new ones.
-local function wait(member, order, bucket, atUs, filedNow)
+-- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
+-- that waits again (false) brings no new ones.
+local function wait(member, order, bucket, atUs, filedJob)
   rcall('HSET', classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
   -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
@@ -154,7 +155,7 @@ local function wait(member, order, bucket, atUs, filedNow)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
   noteWaiting(queueBase, bucket, held)
-  noteLimited(queueBase, bucket, filedNow)
+  if filedJob then waitNotes.started(queueBase, bucket, member, filedJob, nowMsArg) end
   rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
   someWaiting = true
@@ -171,7 +172,7 @@ local function file(member, jobId, order)
     rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
     local bucket = parseBucketId(bucketId)
     noteWaiting(queueBase, bucket, 1)
-    noteLimited(queueBase, bucket, 1)
+    waitNotes.started(queueBase, bucket, member, jobId, nowMsArg)
     rcall('HINCRBY', stateKey, 'blocked', 1)
   end
 end
@@ -345,7 +346,7 @@ local function placeFresh(job)
   if fits == 'stale' then
     rcall('SADD', staleKey, member)
   elseif not blockedOn then
-    wait(member, freshOrder(job), bucketsOrFull, fullAtUs, 1)
+    wait(member, freshOrder(job), bucketsOrFull, fullAtUs, job.id)
   end
 end
 
@@ -382,7 +383,7 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
         budget = budget - 1
       elseif fits == nil then
         file(member, jobId, order)
-        wait(member, order, bucketsOrFull, fullAtUs, 1)
+        wait(member, order, bucketsOrFull, fullAtUs, jobId)
         budget = budget - 1
       else
         deliver(jobId, bucketsOrFull, true)
@@ -399,11 +400,14 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
       budget = budget - 1
     elseif fits == nil then
       rcall('ZREM', readyClassesKey, member)
-      wait(member, order, bucketsOrFull, fullAtUs, 0)
+      wait(member, order, bucketsOrFull, fullAtUs, false)
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)
-      if #popped > 0 then deliver(popped[1], bucketsOrFull, true) end
+      if #popped > 0 then
+        local went = deliver(popped[1], bucketsOrFull, true)
+        waitNotes.ended(queueBase, member, popped[1], bucketsOrFull, went and nowMs)
+      end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then
         rcall('ZREM', readyClassesKey, member)

@@ -28,6 +28,7 @@ import pino from 'pino';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { readBucketWaiting, readQueueThrottleTotals } from './queueThrottleStats';
+import { holdTimes } from './holdTimes';
 import { readRecoveryHold } from './recoveryHold';
 import { redisTimeMs } from '../redis/redisClock';
 
@@ -176,14 +177,16 @@ export class ThrottleAdmin {
       throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.${suggestionText(queue, live, 'queue with a live ThrottledWorker')}`);
     }
     const bull = this.queueFor(queue);
+    const config = queueConfigFrom(entries, queue, this.keys.prefix);
     const [counts, held, blocked, oldest, consumers] = await Promise.all([
       bull.getJobCounts(),
       getThrottledCount(bull),
       this.client.hget(q.state, 'blocked'),
-      this.client.zrange(q.blockedSince, '0', '0', 'WITHSCORES'),
+      // Each throttle keeps the moment its waiting jobs started to (lua/includes/throttleStatsNotes.lua): the oldest of each.
+      Promise.all(config.throttles.map((t) => this.client.zrange(q.throttleStats(t.name).held, '0', '0', 'WITHSCORES'))),
       new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
     ]);
-    const config = queueConfigFrom(entries, queue, this.keys.prefix);
+    const since = oldest.filter((o) => o.length === 2).map((o) => Number(o[1]));
     return {
       queue,
       counts,
@@ -193,7 +196,7 @@ export class ThrottleAdmin {
       throttles: config.throttles.map((t) => this.summary(t, mine.filter((e) => e.declarations.some((d) => d.name === t.name)).length)),
       throttledWorkers: mine.length,
       plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
-      oldestHeldMs: oldest.length === 2 ? Math.max(0, now - Number(oldest[1])) : null,
+      oldestHeldMs: since.length > 0 ? Math.max(0, now - Math.min(...since)) : null,
       at: now,
     };
   }
@@ -305,6 +308,8 @@ export class ThrottleAdmin {
       deliveredTotal: totals.delivered,
       limitedTotal: totals.limited,
       tokensExpired: totals.expired,
+      oldestWaitingMs: totals.oldestWaitingMs,
+      holdTimes: holdTimes(totals.delivered, totals.held),
       recoveryHold,
       paused,
       limitSource: overrides.throttle ? 'override' : 'declared',

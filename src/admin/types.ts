@@ -7,6 +7,7 @@ import type { RateReading } from './rateReading';
 import type { ThrottlePause } from './throttlePauses';
 import type { LimitOverride } from './limitOverrides';
 import type { EffectiveRate } from './effectiveRate';
+import { HoldTimes } from './holdTimes';
 import type { DispatchDelayStats } from './dispatchDelayStats';
 
 /** A throttle as it applies after combining every live declaration. */
@@ -42,7 +43,11 @@ export interface QueueStats {
   throttledWorkers: number;
   /** Worker connections consuming the queue that are not ThrottledWorkers (null where CLIENT LIST is refused). */
   plainWorkers: number | null;
-  /** How long the longest-waiting held job's class has waited on a full bucket (ms; null when none waits). */
+  /**
+   * How long the job waiting longest on a full bucket has waited, from the moment it started to (its own, not
+   * its class's; ms; null when none waits). A job waits from when a delivery call found its bucket full: bullmq
+   * keeps no time at which a delayed or retried job became deliverable.
+   */
   oldestHeldMs: number | null;
   /** Redis time of the answer (ms). */
   at: number;
@@ -91,6 +96,10 @@ export interface ThrottleStats extends ThrottleSummary {
   paused: ThrottlePause | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
   tokensExpired: number;
+  /** How long the job waiting longest on a full bucket of the throttle has waited, over every queue (ms; null: none waits). */
+  oldestWaitingMs: number | null;
+  /** How long delivered jobs waited on its full buckets (since its keys were created): a histogram, src/admin/holdTimes.ts. */
+  holdTimes: HoldTimes;
   at: number;
 }
 

@@ -153,7 +153,7 @@ export class ThrottleKeys {
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
         const stats = `${base}:t:${encodeSegment(name)}`;
-        return { waiting: `${stats}:waiting`, stats: `${stats}:stats`, recent: `${stats}:recent` };
+        return { waiting: `${stats}:waiting`, stats: `${stats}:stats`, recent: `${stats}:recent`, held: `${stats}:held` };
       },
     };
   }
@@ -163,10 +163,15 @@ export class ThrottleKeys {
 export interface QueueThrottleStatsKeys {
   /** ZSET bucket -> jobs of this queue held because that bucket is full. */
   readonly waiting: string;
-  /** HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting). */
+  /**
+   * HASH delivered, limited (totals since the keys exist), waiting (the sum of :waiting), and the waits of the
+   * jobs delivered after waiting (heldCount, heldSumMs, held:<i>: src/admin/holdTimes.ts).
+   */
   readonly stats: string;
   /** HASH slot of W/60 of the longest window -> deliveries in it. */
   readonly recent: string;
+  /** ZSET "<class>#<job id>" -> ms the job started waiting on a full bucket of the throttle (the first that held it). */
+  readonly held: string;
 }
 
 export interface QueueThrottleKeys {

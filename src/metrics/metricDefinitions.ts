@@ -1,3 +1,4 @@
+import { HOLD_BOUNDS_MS, HoldTimes } from '../admin/holdTimes';
 import { formatWindow } from '../declarations/window';
 import { MetricsSnapshot } from './snapshot';
 
@@ -15,6 +16,16 @@ export interface MetricDefinition {
   type: 'counter' | 'gauge';
   labelNames: LabelName[];
   samples(snapshot: MetricsSnapshot): Sample[];
+}
+
+/** A histogram whose buckets Redis keeps (src/admin/holdTimes.ts): reported as they are, in seconds. */
+export interface HistogramDefinition {
+  name: string;
+  help: string;
+  labelNames: LabelName[];
+  /** Upper bounds of the buckets, in seconds (the last, +Inf, is implied). */
+  bounds: readonly number[];
+  samples(snapshot: MetricsSnapshot): { labels: Partial<Record<LabelName, string>>; value: HoldTimes }[];
 }
 
 /**
@@ -65,6 +76,13 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     type: 'gauge',
     labelNames: ['throttle'],
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.paused?.buckets ?? 0 })),
+  },
+  {
+    name: 'bullmq_throttle_oldest_waiting_seconds',
+    help: 'How long the job waiting longest on a full bucket of the throttle has waited, from when it started to, over every queue (0 when none waits).',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: (t.oldestWaitingMs ?? 0) / 1000 })),
   },
   {
     name: 'bullmq_throttle_active_buckets',
@@ -138,7 +156,7 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
   },
   {
     name: 'bullmq_throttle_queue_oldest_waiting_seconds',
-    help: 'How long the longest-waiting held job class of the queue has waited on a full bucket (0 when none waits).',
+    help: 'How long the job of the queue waiting longest on a full bucket has waited, from when it started to (0 when none waits).',
     type: 'gauge',
     labelNames: ['queue'],
     samples: (s) => s.queues.map((q) => ({ labels: { queue: q.queue }, value: (q.oldestHeldMs ?? 0) / 1000 })),
@@ -158,6 +176,15 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.queues.filter((q) => q.plainWorkers !== null).map((q) => ({ labels: { queue: q.queue }, value: q.plainWorkers as number })),
   },
 ];
+
+/** How long delivered jobs waited on the throttle's full buckets: every delivery, one that never waited at 0. */
+export const HOLD_TIME_HISTOGRAM: HistogramDefinition = {
+  name: 'bullmq_throttle_hold_seconds',
+  help: 'How long the throttle\'s delivered jobs waited on its full buckets, from when each started to wait until its delivery (a job that never waited counts at 0), since its keys were created.',
+  labelNames: ['throttle'],
+  bounds: HOLD_BOUNDS_MS.map((ms) => ms / 1000),
+  samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.holdTimes })),
+};
 
 /** 1 when the last scrape read Redis, 0 when it failed or timed out (and the other metrics were left empty). */
 export const COLLECT_SUCCESS_METRIC = 'bullmq_throttle_metrics_collect_success';

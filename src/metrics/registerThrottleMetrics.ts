@@ -1,7 +1,7 @@
 import type { Counter, Gauge, OpenMetricsContentType, PrometheusContentType, Registry } from 'prom-client';
 import { ThrottleAdmin } from '../admin/ThrottleAdmin';
 import { closeClient, ConnectionInput, openClient, OwnedClient } from '../redis/connection';
-import { COLLECT_SUCCESS_METRIC, METRIC_DEFINITIONS, MetricDefinition } from './metricDefinitions';
+import { COLLECT_SUCCESS_METRIC, HistogramDefinition, HOLD_TIME_HISTOGRAM, METRIC_DEFINITIONS, MetricDefinition } from './metricDefinitions';
 import { readSnapshot, SnapshotSource } from './snapshot';
 
 export interface ThrottleMetricsOptions {
@@ -93,6 +93,7 @@ export function registerThrottleMetrics(registry: MetricsRegistry, options: Thro
     for (const definition of METRIC_DEFINITIONS) {
       registered.push({ name: definition.name, metric: register(prom, registry, definition, source) });
     }
+    registered.push({ name: HOLD_TIME_HISTOGRAM.name, metric: registerHistogram(registry, HOLD_TIME_HISTOGRAM, source) });
     const success = new prom.Gauge({
       name: COLLECT_SUCCESS_METRIC,
       help: '1 when the last scrape read the throttle figures from Redis; 0 when it failed or timed out (the throttle series were then left out).',
@@ -157,4 +158,32 @@ function register(prom: PromClient, registry: MetricsRegistry, definition: Metri
       if (snapshot) for (const sample of definition.samples(snapshot)) this.set(sample.labels as Record<string, string>, sample.value);
     },
   });
+}
+
+/**
+ * A histogram whose buckets Redis keeps: prom-client's Histogram only adds observations, so this is a metric of
+ * our own that the registry asks for its values at each scrape, as it asks its own (name, help, type, get()).
+ */
+function registerHistogram(registry: MetricsRegistry, definition: HistogramDefinition, source: SnapshotSource): object {
+  const metric = {
+    name: definition.name,
+    help: definition.help,
+    type: 'histogram',
+    aggregator: 'sum',
+    labelNames: [...definition.labelNames, 'le'],
+    reset: () => undefined,
+    async get() {
+      const snapshot = await source.current();
+      const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+      for (const { labels, value } of snapshot ? definition.samples(snapshot) : []) {
+        definition.bounds.forEach((bound, i) => values.push({ labels: { ...labels, le: bound }, value: value.cumulative[i], metricName: `${definition.name}_bucket` }));
+        values.push({ labels: { ...labels, le: '+Inf' }, value: value.count, metricName: `${definition.name}_bucket` });
+        values.push({ labels: { ...labels }, value: value.sumMs / 1000, metricName: `${definition.name}_sum` });
+        values.push({ labels: { ...labels }, value: value.count, metricName: `${definition.name}_count` });
+      }
+      return { name: definition.name, help: definition.help, type: 'histogram', aggregator: 'sum', values };
+    },
+  };
+  registry.registerMetric(metric as never);
+  return metric;
 }

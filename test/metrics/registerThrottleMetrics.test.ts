@@ -15,6 +15,8 @@ const THROTTLE_METRICS = [
   'bullmq_throttle_recovery_hold_seconds',
   'bullmq_throttle_paused',
   'bullmq_throttle_paused_buckets',
+  'bullmq_throttle_oldest_waiting_seconds',
+  'bullmq_throttle_hold_seconds',
   'bullmq_throttle_active_buckets',
   'bullmq_throttle_buckets_at_limit',
   'bullmq_throttle_waiting_jobs',
@@ -89,7 +91,8 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
       expect(oldest).toBeLessThan(30);
       // Labelled by throttle, queue and window only: no key value anywhere, and one series per throttle.
       expect(text).not.toMatch(/acme|b1|b2|b3|b4/);
-      for (const line of seriesLines(text)) expect(line).toMatch(/^bullmq_throttle_[a-z_]+(\{((throttle|queue|window)="[^"]*",?)+\})? [0-9.e+-]+$/);
+      // (A histogram's buckets carry le, its upper bound.)
+      for (const line of seriesLines(text)) expect(line).toMatch(/^bullmq_throttle_[a-z_]+(\{((throttle|queue|window|le)="[^"]*",?)+\})? [0-9.e+-]+$/);
       expect(seriesLines(text).filter((l) => l.startsWith('bullmq_throttle_waiting_jobs{'))).toHaveLength(4);
     });
   });
@@ -114,7 +117,7 @@ describe('registerThrottleMetrics, against a scenario with known answers', () =>
       ]);
       expect(JSON.stringify(json)).not.toMatch(/acme|"b[1-4]"/);
       for (const metric of json) {
-        for (const value of metric.values) expect(Object.keys(value.labels).every((l) => ['throttle', 'queue', 'window'].includes(l))).toBe(true);
+        for (const value of metric.values) expect(Object.keys(value.labels).every((l) => ['throttle', 'queue', 'window', 'le'].includes(l))).toBe(true);
       }
     });
   });
