@@ -444,6 +444,11 @@ export class ThrottleAdmin {
       client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
       bullmqState: () => this.queueFor(queue).getJobState(jobId),
       bucket: (name, key) => this.throttleBucket(name, key),
+      processingMs: async (name) => {
+        const declaring = entriesDeclaring(await this.liveEntries(), name);
+        const delay = await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
+        return delay?.processingMs ?? null;
+      },
     });
   }
 

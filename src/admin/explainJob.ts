@@ -7,6 +7,7 @@ import { classBuckets } from '../keys/classMember';
 import { JobClassifier } from '../worker/jobClassifier';
 import { QueueConfig } from '../worker/queueConfig';
 import { formatDuration, formatWindow } from '../declarations/windowText';
+import { estimateStart, positionInBucket } from './jobPosition';
 import { BucketStats } from './types';
 
 /** Why one job is not delivered yet (ThrottleAdmin.explainJob). */
@@ -24,6 +25,13 @@ export interface JobExplanation {
    * without an end does (a holding bucket's nextRoomAt is null: room returns only when it is resumed).
    */
   roomAt: number | null;
+  /** Jobs ahead of it on the bucket holding it (waiting there first, bullmq's order); null when it is not waiting. */
+  position: number | null;
+  /**
+   * When it should go, from the limits in force and the jobs ahead (ms, Redis clock): an estimate, which jobs of
+   * a higher priority arriving meanwhile put off; null when it is not waiting, or a pause without an end holds it.
+   */
+  estimatedAt: number | null;
   /** One line a person can act on. */
   reason: string;
   at: number;
@@ -37,6 +45,8 @@ export interface ExplainContext {
   config: QueueConfig;
   bullmqState(): Promise<string>;
   bucket(name: string, key: KeyValue[] | null): Promise<BucketStats>;
+  /** How long its workers measured a job of the throttle takes to process (ms; null: unknown), for a concurrency's estimate. */
+  processingMs(name: string): Promise<number | null>;
   nowMs: number;
 }
 
@@ -48,7 +58,7 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
   const { client, queueKeys: q, config } = context;
   const [name, data, opts, priority, stored] = await client.hmget(`${context.jobPrefix}${jobId}`, 'name', 'data', 'opts', 'priority', 'tha');
   const base = { queue, jobId, at: context.nowMs };
-  if (data === null) return { ...base, state: 'unknown', held: null, buckets: [], roomAt: null, reason: `job ${jobId} does not exist in queue ${queue}` };
+  if (data === null) return { ...base, state: 'unknown', held: null, buckets: [], roomAt: null, position: null, estimatedAt: null, reason: `job ${jobId} does not exist in queue ${queue}` };
   const placement = new JobClassifier(undefined, pino({ level: 'silent' }), queue).place({ id: jobId, name, data, opts, priority, storedAttributes: stored }, config);
   const member = placement.member;
   const [inClass, inReady, waitsOn] = await Promise.all([
@@ -65,7 +75,24 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
   const state = held ? 'held' : await context.bullmqState();
   const holding = buckets.filter((b) => b.holdsIt);
   const roomAt = roomAtOf(holding);
-  return { ...base, state, held, buckets, roomAt, reason: reasonOf(state, held, holding, roomAt, context.nowMs) };
+  let position: number | null = null;
+  let estimatedAt: number | null = null;
+  if (held === 'waiting-on-bucket' && holding.length > 0) {
+    position = await positionInBucket(client, q, member, Number(inClass), waitsOn!);
+    const times = await Promise.all(holding.map(async (b) => estimateStart(b, position!, b.cost, b.inFlight ? await context.processingMs(b.throttle) : null)));
+    estimatedAt = times.includes(null) ? null : Math.max(...(times as number[]));
+  }
+  const reason = reasonOf(state, held, holding, roomAt, context.nowMs) + aheadText(position, estimatedAt, holding, context.nowMs);
+  return { ...base, state, held, buckets, roomAt, position, estimatedAt, reason };
+}
+
+/** '; 5 jobs ahead of it there, it goes in about 3s', or '; first in line there' (it goes when room returns). */
+function aheadText(position: number | null, estimatedAt: number | null, holding: readonly BucketStats[], nowMs: number): string {
+  if (position === null) return '';
+  if (position === 0) return '; first in line there';
+  const readAt = Math.max(nowMs, ...holding.map((b) => b.at));
+  const ahead = `; ${position} job${position === 1 ? '' : 's'} ahead of it there`;
+  return estimatedAt === null ? ahead : `${ahead}, it goes in about ${formatDuration(Math.max(0, estimatedAt - readAt))}`;
 }
 
 /** The latest of the holding buckets' next room; null when none holds it, or one waits on a resume (no time to promise). */

@@ -91,7 +91,7 @@ describe('ThrottledBullMQAdapter', () => {
     const held = await adapter.getJob(heldIds[0]);
     expect(shownName(held!)).toBe(`charge · held by stripe-per-customer[${held!.data.customer}]`);
     const logs = await adapter.getJobLogs(heldIds[0]);
-    expect(logs[0]).toMatch(new RegExp(`^\\[bullmq-throttle, not stored in the job\\] held, waiting: stripe-per-customer \\[${held!.data.customer}\\] is full \\(1/1 per 1m\\); room returns in (\\d+(\\.\\d)?s|1m)$`));
+    expect(logs[0]).toMatch(new RegExp(`^\\[bullmq-throttle, not stored in the job\\] held, waiting: stripe-per-customer \\[${held!.data.customer}\\] is full \\(1/1 per 1m\\); room returns in (\\d+(\\.\\d)?s|1m); first in line there$`));
     const done = await adapter.getJob(delivered[0]);
     expect(shownName(done!)).toBe('charge');
     expect(await adapter.getJobLogs(delivered[0])).toEqual([]);

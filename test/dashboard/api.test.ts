@@ -57,7 +57,7 @@ describe('dashboard API', () => {
     const held = scenario.jobIds.acme[5];
     const job = await getJson<WireJob>(`${dashboard.url}/api/job?queue=${QUEUE}&id=${held}`);
     expect(job.body).toMatchObject({ state: 'held', held: 'waiting-on-bucket' });
-    expect(job.body.reason).toMatch(/^waiting: per-customer \[acme\] is full \(2\/2 per 10m\); room returns in (\d+(\.\d)?s|\d+m( \d+s)?)$/);
+    expect(job.body.reason).toMatch(/^waiting: per-customer \[acme\] is full \(2\/2 per 10m\); room returns in (\d+(\.\d)?s|\d+m( \d+s)?); 3 jobs ahead of it there, it goes in about (19m \d+s|20m)$/);
 
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=${THROTTLE}&key=acme`)).status).toBe(400);
     expect((await getJson(`${dashboard.url}/api/bucket?throttle=nope`)).status).toBe(404);

@@ -108,7 +108,7 @@ describe('dashboard in a browser', () => {
     // The job page, from the bucket's first waiting job.
     await page.click('a[data-job]');
     await expectText(page, '[data-field="state"]', 'held');
-    await expectText(page, '[data-field="reason"]', /^waiting: per-customer \[acme\] is full \(2\/2 per 10m\); room returns in (\d+(\.\d)?s|\d+m( \d+s)?)$/);
+    await expectText(page, '[data-field="reason"]', /^waiting: per-customer \[acme\] is full \(2\/2 per 10m\); room returns in (\d+(\.\d)?s|\d+m( \d+s)?); (first in line there|\d+ jobs? ahead of it there, it goes in about \d+m( \d+s)?)$/);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-job.png'), fullPage: true });
 
     // Pause delta's bucket (1 of 2 counted: it has room) from its page; then a job for delta and one for
