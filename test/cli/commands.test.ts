@@ -33,10 +33,26 @@ describe('cli commands, against a queue with a throttled backlog', () => {
     expect(line(text, /^ {2}throttled /)).toContain(`${HELD} jobs held: ${HELD} on full buckets, 0 being classified`);
     expect(line(text, /^ {2}oldest /)).toMatch(/waiting \d+(\.\d)?m?s on a full bucket/);
     expect(line(text, /^ {2}workers /)).toContain('2 ThrottledWorkers, 0 plain Workers');
-    expect(line(text, /^throttle /)).toMatch(/^throttle +limits +key +missing key +declared by$/);
-    expect(line(text, /^emails /)).toMatch(/^emails +5 per 1s +Key\.data\("to"\) +unthrottled +1 worker$/);
-    expect(line(text, /^everything /)).toMatch(/^everything +1000 per 1m +\(none\) +- +1 worker$/);
-    expect(line(text, /^per-customer /)).toMatch(/^per-customer +2 per 1m +Key\.data\("customer"\) +shared bucket +2 workers$/);
+    expect(line(text, /^throttle /)).toMatch(/^throttle +limits +key +missing key +declared by +now$/);
+    expect(line(text, /^emails /)).toMatch(/^emails +5 per 1s +Key\.data\("to"\) +unthrottled +1 worker +-$/);
+    expect(line(text, /^everything /)).toMatch(/^everything +1000 per 1m +\(none\) +- +1 worker +-$/);
+    expect(line(text, /^per-customer /)).toMatch(/^per-customer +2 per 1m +Key\.data\("customer"\) +shared bucket +2 workers +-$/);
+  });
+
+  it('stats says what holds a throttle besides its limits: pauses, limits set at run time', async () => {
+    await s.admin.pause('everything', { forMs: 297_000 });
+    await s.admin.pause('per-customer', { key: ['b3'] });
+    await s.admin.setLimits('emails', [{ max: 7, window: '1s' }], { ttlMs: 600_000 });
+    try {
+      const text = await statsCommand(s.admin, 'orders');
+      expect(line(text, /^everything /)).toMatch(/ paused for 4m 5\ds more$/);
+      expect(line(text, /^per-customer /)).toMatch(/ 1 bucket paused$/);
+      expect(line(text, /^emails /)).toMatch(/^emails +7 per 1s .* limits set at run time for (10m|9m 5\ds) more$/);
+    } finally {
+      await s.admin.resume('everything');
+      await s.admin.resume('per-customer');
+      await s.admin.clearLimits('emails');
+    }
   });
 
   it('stats --json: the raw QueueStats', async () => {

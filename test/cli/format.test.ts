@@ -1,5 +1,6 @@
 import { bar, formatBucketKey, formatDuration, formatLimit, formatRelative, formatRemaining, table } from '../../src/cli/format';
 import { parseKeyArg, parseKeyArgs } from '../../src/cli/keyArgs';
+import { formatBucketStats } from '../../src/cli/commands/bucket';
 import { UsageError, describeError } from '../../src/cli/errors';
 import { parseWholeNumber, redactUrl, checkRedisUrl } from '../../src/cli/options';
 import { LiveFrames } from '../../src/terminal/LiveFrames';
@@ -90,6 +91,18 @@ describe('cli formatting helpers', () => {
     expect(wrapItems(['waiting 0', 'active 3', 'completed 12'], 22)).toEqual(['waiting 0 · active 3', 'completed 12']);
     expect(wrapItems(['a', '', 'b'], 80)).toEqual(['a · b']);
     expect(wrapWords('emails all delivered by 0.31 s, small customers by 1.22 s', 24, '  ')).toEqual(['emails all delivered by', '  0.31 s, small', '  customers by 1.22 s']);
+  });
+
+  it('a bucket lists every limit kind it counts: windows, its rate and its concurrency', () => {
+    const text = formatBucketStats({
+      throttle: 'partner', key: ['acme'], limitSource: 'declared', effective: null, bindingNow: 'concurrency 2', paused: null, waiting: 3, nextRoomAt: null, at: 1_000,
+      limits: [{ windowMs: 1_000, max: 10, counted: 4, roomAt: null }],
+      rate: { n: 5, perMs: 1_000, burst: 2, room: 1, roomAt: null },
+      inFlight: { max: 2, counted: 2, leased: 0 },
+    });
+    expect(text).toMatch(/^ {2}10 per 1s +4 \/ 10 +room now$/m);
+    expect(text).toMatch(/^ {2}rate 5 per 1s, burst 2 +1 may go now +room now$/m);
+    expect(text).toMatch(/^ {2}concurrency 2 +2 \/ 2 in flight +full, room as one ends$/m);
   });
 });
 

@@ -34,6 +34,11 @@ export function formatBucketStats(stats: BucketStats): string {
         `${formatCount(stats.rate.room)} may go now`,
         stats.rate.roomAt === null ? 'room now' : `empty, room ${formatRelative(stats.rate.roomAt, stats.at)}`,
       ]] : []),
+      ...(stats.inFlight ? [[
+        `concurrency ${formatCount(stats.inFlight.max)}`,
+        `${formatCount(stats.inFlight.counted)} / ${formatCount(stats.inFlight.max)} in flight`,
+        stats.inFlight.counted < stats.inFlight.max ? 'room now' : 'full, room as one ends',
+      ]] : []),
     ], { indent: '  ' }),
     ...table([
       ...(stats.paused ? [['paused', formatRemaining(stats.paused.until, stats.at)] as [string, string]] : []),

@@ -1,8 +1,9 @@
 import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
-import { QueueStats } from '../../admin/types';
+import { QueueStats, ThrottleStats } from '../../admin/types';
+import { unlessGone } from '../../admin/unlessGone';
 import { Missing } from '../../declarations/Missing';
-import { fields, formatCount, formatDuration, formatLimits, plural, table } from '../format';
+import { fields, formatCount, formatDuration, formatLimits, formatRemaining, plural, table } from '../format';
 import { runCommand, toJson } from '../run';
 
 export interface StatsOptions {
@@ -12,7 +13,22 @@ export interface StatsOptions {
 /** `bullmq-throttle stats <queue>`: the queue's counts, held jobs, workers and throttles in effect. */
 export async function statsCommand(admin: ThrottleAdmin, queue: string, options: StatsOptions = {}): Promise<string> {
   const stats = await admin.queueStats(queue);
-  return options.json ? toJson(stats) : formatQueueStats(stats, admin.keys.prefix);
+  if (options.json) return toJson(stats);
+  // What holds each throttle now besides its limits: pauses, run-time limits, a recovery hold (no bucket listed).
+  const states = await Promise.all(stats.throttles.map((t) => unlessGone(admin.throttleStats(t.name, { top: 0 }))));
+  return formatQueueStats(stats, admin.keys.prefix, states);
+}
+
+/** '-', or what holds the throttle besides its limits: 'paused for 4m 57s more; limits set at run time'. */
+export function formatThrottleState(stats: ThrottleStats | null): string {
+  if (!stats) return '-';
+  const parts: string[] = [];
+  if (stats.recoveryHold) parts.push(`held after a Redis restart ${formatRemaining(stats.recoveryHold.until, stats.at)}`);
+  if (stats.paused?.all) parts.push(`paused ${formatRemaining(stats.paused.all.until, stats.at)}`);
+  if (stats.paused && stats.paused.buckets > 0) parts.push(`${plural(stats.paused.buckets, 'bucket')} paused`);
+  if (stats.limitSource === 'override') parts.push(`limits set at run time ${formatRemaining(stats.overrides.throttle?.until ?? null, stats.at, 'until cleared')}`);
+  if (stats.overrides.buckets > 0) parts.push(`${plural(stats.overrides.buckets, 'bucket')} with limits of their own`);
+  return parts.length > 0 ? parts.join('; ') : '-';
 }
 
 const COUNT_ORDER = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'paused', 'completed', 'failed'];
@@ -39,7 +55,7 @@ export function formatMissing(missing: Missing): string {
   return missing === Missing.SharedBucket ? 'shared bucket' : 'unthrottled';
 }
 
-export function formatQueueStats(stats: QueueStats, prefix?: string): string {
+export function formatQueueStats(stats: QueueStats, prefix?: string, states?: readonly (ThrottleStats | null)[]): string {
   const lines = [
     `queue ${stats.queue}${prefix ? `  (prefix ${prefix})` : ''}`,
     ...fields([
@@ -54,13 +70,14 @@ export function formatQueueStats(stats: QueueStats, prefix?: string): string {
     lines.push('no throttle in effect (no live ThrottledWorker declares one)');
   } else {
     lines.push(...table([
-      ['throttle', 'limits', 'key', 'missing key', 'declared by'],
-      ...stats.throttles.map((t) => [
+      ['throttle', 'limits', 'key', 'missing key', 'declared by', ...(states ? ['now'] : [])],
+      ...stats.throttles.map((t, i) => [
         t.name,
-        formatLimits(t.limits, t.rate, t.concurrency),
+        formatLimits(states?.[i]?.limits ?? t.limits, t.rate, t.concurrency),
         t.key ? t.key.join(' + ') : '(none)',
         t.key ? formatMissing(t.missing) : '-',
         plural(t.declaredBy, 'worker'),
+        ...(states ? [formatThrottleState(states[i])] : []),
       ]),
     ]));
   }
