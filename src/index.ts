@@ -22,6 +22,7 @@ export { InvalidOptionError } from './errors/InvalidOptionError';
 export type { ClusterConnectionOptions, ConnectionInput, IORedisClient } from './redis/connection';
 export { ThrottledWorker } from './worker/ThrottledWorker';
 export type { ThrottledWorkerOptions } from './worker/ThrottledWorker';
+export type { ThrottleEventListeners, ThrottleEventName, ThrottleHeldEvent, ThrottlePausedEvent, ThrottleRecoveryEvent } from './worker/throttleEvents';
 export type { AttributesFunction, AttributeSource } from './worker/jobClassifier';
 export { getThrottledCount } from './worker/getThrottledCount';
 export type { ThrottledCount, QueueLike } from './worker/getThrottledCount';

@@ -33,6 +33,8 @@ import { NamespaceRecovery } from './namespaceRecovery';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
 import { returnLateStartInBackground } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
+import { HeldNotice } from './heldNotice';
+import { EmitThrottleEvent } from './throttleEvents';
 import { SlotRequests } from './slotRequests';
 import { ProcessedJobs } from './processedJobs';
 
@@ -59,6 +61,8 @@ export interface GateOptions {
   scripts?: Map<string, LuaScript>;
   /** Emits `error` on the worker (GateFailures decides when). */
   onError?: (error: Error) => void;
+  /** Emits the throttle events on the worker (src/worker/throttleEvents.ts). */
+  emit?: EmitThrottleEvent;
 }
 
 /**
@@ -101,6 +105,7 @@ export class ThrottleGate implements Gate {
   private readonly holdNotice: RecoveryHoldNotice;
   private readonly classifier: JobClassifier;
   private readonly pauseNotice: PauseNotice;
+  private readonly heldNotice: HeldNotice;
   /** What becomes of the jobs this worker runs: their processors' timing, costs, ends and Retry-After pauses. */
   readonly jobs: ProcessedJobs;
   /** Each delivery's h, and whether its processor may still start (exact delivery; see startDeadlines.ts). */
@@ -117,9 +122,10 @@ export class ThrottleGate implements Gate {
       runner: () => this.runner, namespaceRunner: () => this.namespaceRunner, workerClient: () => this.workerClient,
       delivery: () => this.delivery,
     });
-    this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue);
+    this.holdNotice = new RecoveryHoldNotice(options.logger, options.queue, options.emit);
     this.classifier = new JobClassifier(options.attributes, options.logger, options.queue);
-    this.pauseNotice = new PauseNotice(options.logger, options.queue);
+    this.pauseNotice = new PauseNotice(options.logger, options.queue, options.emit);
+    this.heldNotice = new HeldNotice(options.emit ?? (() => undefined));
     this.lifecycle = new DeclarationLifecycle({
       queue: options.queue, prefix: options.prefix, throttles: options.throttles, declarationTtlMs: options.declarationTtlMs,
       logger: options.logger, workerId: this.workerId, keys: this.keys, queueKeys: this.queueKeys,
@@ -307,6 +313,7 @@ export class ThrottleGate implements Gate {
       });
       await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
+      await this.heldNotice.check(this.workerClient!, this.queueKeys, this.lifecycle.config?.throttles ?? []);
       await this.jobs.publishDispatchDelay();
       this.failures.recovered('throttle heartbeat');
     } catch (error) {

@@ -1,3 +1,4 @@
+import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';
 import { Job, Processor, UnrecoverableError, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
@@ -85,6 +86,17 @@ function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[
  * stays held in Redis (no lock, no attempt, no `active` event) while jobs of other buckets keep flowing.
  * Every WorkerOptions works as in Worker; producers keep using Queue.add unchanged.
  */
+/** The throttle events (src/worker/throttleEvents.ts), beside bullmq's: `worker.on('throttle:held', (e) => ...)`. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> {
+  // bullmq's own overloads, and these: an intersection of call signatures is an overload set.
+  on: Worker<DataType, ResultType, NameType>['on'] & ThrottleListen<this>;
+  once: Worker<DataType, ResultType, NameType>['once'] & ThrottleListen<this>;
+  off: Worker<DataType, ResultType, NameType>['off'] & ThrottleListen<this>;
+}
+
+type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: ThrottleEventListeners[E]) => W;
+
 export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
   private readonly gate: ThrottleGate;
   private readonly autorun: boolean;
@@ -113,6 +125,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       mayWait: () => !worker?.isPaused(),
       scripts: (opts as { [THROTTLE_SCRIPTS]?: Map<string, LuaScript> })[THROTTLE_SCRIPTS],
       onError: (error) => worker?.emit('error', error),
+      // bullmq types emit() by its own events: these are the worker's too (the declaration merged below).
+      emit: (event, payload) => { (worker as unknown as { emit(event: string, payload: unknown): boolean } | undefined)?.emit(event, payload); },
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.

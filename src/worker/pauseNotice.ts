@@ -3,15 +3,16 @@ import { readPauses, ThrottlePause } from '../admin/throttlePauses';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';
+import { EmitThrottleEvent } from './throttleEvents';
 
 /**
  * Logs when a throttle this worker declares is paused (ThrottleAdmin.pause, RetryAfterError), how, and when it
- * is resumed or its pauses end: read on each heartbeat, logged on change only.
+ * is resumed or its pauses end, and emits `throttle:paused`: read on each heartbeat, on change only.
  */
 export class PauseNotice {
   private readonly said = new Map<string, string>();
 
-  constructor(private readonly logger: Logger, private readonly queue: string) {}
+  constructor(private readonly logger: Logger, private readonly queue: string, private readonly emit: EmitThrottleEvent = () => undefined) {}
 
   async check(client: RedisClient, keys: ThrottleKeys, throttles: readonly EffectiveThrottle[]): Promise<void> {
     if (throttles.length === 0) return;
@@ -24,6 +25,7 @@ export class PauseNotice {
       this.said.set(name, state);
       if (pause) this.logger.info({ queue: this.queue, throttle: name, paused: pause }, `throttle '${name}' paused: ${state}`);
       else this.logger.info({ queue: this.queue, throttle: name }, `throttle '${name}' no longer paused`);
+      this.emit('throttle:paused', { throttle: name, pause });
     }
   }
 }

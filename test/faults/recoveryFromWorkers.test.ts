@@ -1,6 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import IORedis from 'ioredis';
-import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys, ThrottleRecoveryEvent } from '../../src';
 import { waitFor } from '../support/bullmq';
 import { crash } from '../support/crashWorker';
 import { SnapshotRedis } from '../support/snapshotRedis';
@@ -83,12 +83,17 @@ describe('recovery from what live workers remember', () => {
       // Both have seen each other in the registry by now (a heartbeat every 500 ms).
       await new Promise((r) => setTimeout(r, 1_200));
       await crash(b);
+      const holds: ThrottleRecoveryEvent[] = [];
+      a.on('throttle:recovery', (event) => holds.push(event));
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'second', data: { i } })));
       await waitFor(async () => (await admin.throttleStats('api')).recoveryHold?.kind === 'window', 15_000, 'the hold for the hour');
       const { recoveryHold, at } = await admin.throttleStats('api');
       expect(recoveryHold!.until - at).toBeGreaterThan(HOUR - 60_000);
       expect(starts).toHaveLength(12);
+      // The live worker says so on its next heartbeat: worker.on('throttle:recovery').
+      await waitFor(() => holds.some((e) => e.hold?.kind === 'window'), 5_000, 'the throttle:recovery event');
+      expect(holds.find((e) => e.hold?.kind === 'window')).toEqual({ throttle: 'api', hold: { kind: 'window', until: recoveryHold!.until } });
     } finally {
       await admin.close();
       await a.close();
