@@ -15,7 +15,8 @@ import { decodeBucket, encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from 
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
-import { getThrottledCount } from '../worker/getThrottledCount';
+import { forgetRemovedJobs } from '../worker/forgetRemovedJobs';
+import { readQueueHolds } from './queueHolds';
 import { releaseHeldJobs } from '../worker/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
@@ -168,8 +169,8 @@ export class ThrottleAdmin {
 
   async queueStats(queue: string): Promise<QueueStats> {
     const q = this.queueKeys(queue);
-    // The queue's own times (blockedSince) are on the clock of the node holding the queue.
-    const [now, entries] = await Promise.all([this.nowMs(q.state), this.liveEntries()]);
+    // The queue's own times are read with the clock of the node holding the queue (readQueueHolds).
+    const entries = await this.liveEntries();
     const mine = entriesOfQueue(entries, queue, this.keys.prefix);
     const known = mine.length > 0 || (await this.anyExists([q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`]));
     if (!known) {
@@ -178,26 +179,24 @@ export class ThrottleAdmin {
     }
     const bull = this.queueFor(queue);
     const config = queueConfigFrom(entries, queue, this.keys.prefix);
-    const [counts, held, blocked, oldest, consumers] = await Promise.all([
+    // Held jobs removed from outside since the workers last looked stop counting first.
+    await forgetRemovedJobs(this.runner, bull.keys.events, q);
+    const [counts, holds, consumers] = await Promise.all([
       bull.getJobCounts(),
-      getThrottledCount(bull),
-      this.client.hget(q.state, 'blocked'),
-      // Each throttle keeps the moment its waiting jobs started to (lua/includes/throttleStatsNotes.lua): the oldest of each.
-      Promise.all(config.throttles.map((t) => this.client.zrange(q.throttleStats(t.name).held, '0', '0', 'WITHSCORES'))),
+      readQueueHolds(this.client, q, config.throttles.map((t) => t.name)),
       new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
     ]);
-    const since = oldest.filter((o) => o.length === 2).map((o) => Number(o[1]));
     return {
       queue,
       counts,
-      throttled: held.throttled,
-      heldByFullBuckets: Math.max(0, Number(blocked ?? 0)),
-      classifying: held.classifying,
+      throttled: holds.held + holds.classifying,
+      heldByFullBuckets: holds.blocked,
+      classifying: holds.classifying,
       throttles: config.throttles.map((t) => this.summary(t, mine.filter((e) => e.declarations.some((d) => d.name === t.name)).length)),
       throttledWorkers: mine.length,
       plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
-      oldestHeldMs: since.length > 0 ? Math.max(0, now - Math.min(...since)) : null,
-      at: now,
+      oldestHeldMs: holds.oldestWaitingSince === null ? null : Math.max(0, holds.nowMs - holds.oldestWaitingSince),
+      at: holds.nowMs,
     };
   }
 
