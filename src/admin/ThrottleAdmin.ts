@@ -183,7 +183,7 @@ export class ThrottleAdmin {
     await forgetRemovedJobs(this.runner, bull.keys.events, q);
     const [counts, holds, consumers] = await Promise.all([
       bull.getJobCounts(),
-      readQueueHolds(this.client, q, config.throttles.map((t) => t.name)),
+      readQueueHolds(this.runner, q, config.throttles.map((t) => t.name)),
       new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
     ]);
     return {

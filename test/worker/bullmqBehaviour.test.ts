@@ -51,13 +51,16 @@ describe('ThrottledWorker keeps bullmq behaviour', () => {
     const queue = bed.queue('limiter');
     await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'job', data: { i } })));
     const started: number[] = [];
-    bed.worker('limiter', async (job: Job) => { started.push(job.processedOn!); }, {
+    const worker = bed.worker('limiter', async (job: Job) => { started.push(job.processedOn!); }, {
       concurrency: 5, throttles: roomy(), limiter: { max: 2, duration: 1000 },
     });
     await waitFor(() => started.length >= 3, 15_000, 'a third delivery');
     started.sort((a, b) => a - b);
-    // The window opens with the first delivery and holds 2 (bullmq's limiter is a fixed window from it).
-    expect(started.filter((t) => t < started[0] + 1000)).toHaveLength(2);
+    // The window opens with the first delivery and holds 2 (bullmq's limiter is a fixed window from it). A job put
+    // back for starting late (a busy machine) took one of them and never started in it.
+    const inFirst = started.filter((t) => t < started[0] + 1000).length;
+    expect(inFirst).toBeLessThanOrEqual(2);
+    expect(inFirst).toBeGreaterThanOrEqual(2 - worker.startDeadline.putBack);
   });
 
   it('bullmq rate limit: queue.setGlobalRateLimit applies to every throttled worker of the queue', async () => {
