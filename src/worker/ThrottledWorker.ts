@@ -100,6 +100,8 @@ type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: Throt
 export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
   private readonly gate: ThrottleGate;
   private readonly autorun: boolean;
+  /** The processor is a function, wrapped so that its start deadline is checked right before it runs. */
+  private readonly checksItsOwnStart: boolean;
   private readonly adapter: BullmqAdapter;
 
   constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
@@ -130,15 +132,22 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
+    // The start deadline is checked here, the last thing before the processor is called: nothing of ours runs between
+    // the check and the processor's first line (a pause there, of the process or of the garbage collector, would
+    // start it later than its delivery was counted for).
     const timed = typeof processor === 'function'
       ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
-        gate.jobs.started(job.processedOn);
         const costFailure = gate.jobs.costFailure(job as Job);
         // bullmq fails an UnrecoverableError at once, whatever attempts are left.
         if (costFailure) throw new UnrecoverableError(costFailure);
+        const late = gate.lateStart(job.id);
+        if (late) throw new LateStartError(job.id, late.deadlineMs);
         const startedAt = performance.now();
+        const startedMs = Date.now();
         try {
-          return await (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+          const running = (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+          gate.jobs.started(job.processedOn, startedMs);
+          return await running;
         } finally {
           gate.jobs.ended(performance.now() - startedAt);
         }
@@ -156,6 +165,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // Failures surface through gate.ready: run() and waitUntilReady() reject with them.
     gate.start().catch(() => undefined);
     this.autorun = opts.autorun !== false && Boolean(processor);
+    this.checksItsOwnStart = typeof processor === 'function';
     if (this.autorun) {
       // A failed start was emitted once already, by the gate.
       this.run().catch((error: Error) => { if (error !== gate.startFailure) this.emit('error', error); });
@@ -182,8 +192,11 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    * delivery was counted for.
    */
   protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
-    const late = this.gate.lateStart(job.id);
-    if (late) return Promise.reject(new LateStartError(job.id, late.deadlineMs));
+    // A processor function checks its deadline itself, right before it runs (the wrapper in the constructor).
+    if (!this.checksItsOwnStart) {
+      const late = this.gate.lateStart(job.id);
+      if (late) return Promise.reject(new LateStartError(job.id, late.deadlineMs));
+    }
     return super.callProcessJob(job, token, signal);
   }
 

@@ -37,8 +37,8 @@ export class ProcessedJobs {
   constructor(private readonly context: ProcessedJobsContext) {}
 
   /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
-  started(processedOn: number | undefined): void {
-    this.dispatchDelay.started(processedOn);
+  started(processedOn: number | undefined, startedMs?: number): void {
+    this.dispatchDelay.started(processedOn, startedMs);
   }
 
   /** A processor returned or threw after running `ms`. */
