@@ -88,17 +88,19 @@ function waitNotes.save(queueBase)
   waitNotes.held = {}
 end
 
-local deliveredByThrottle = {}
+-- Deliveries noted in this run, by throttle (in waitNotes: one local fewer in the including script's main chunk).
+waitNotes.deliveredByThrottle = {}
 
 local function noteDelivered(bucket)
-  deliveredByThrottle[bucket.name] = (deliveredByThrottle[bucket.name] or 0) + 1
+  local counts = waitNotes.deliveredByThrottle
+  counts[bucket.name] = (counts[bucket.name] or 0) + 1
 end
 
 -- Writes the deliveries noted in this run; calls onNewSlot(encodedName, longestMs) for each throttle
 -- whose :recent began a new slot (about once every longest/60 while it delivers).
 local function saveDeliveryNotes(queueBase, nowMs, onNewSlot)
   waitNotes.save(queueBase)
-  for encodedName, count in pairs(deliveredByThrottle) do
+  for encodedName, count in pairs(waitNotes.deliveredByThrottle) do
     local base = queueStatsBase(queueBase, encodedName)
     rcall('HINCRBY', base .. ':stats', 'delivered', count)
     local longest = tonumber(rcall('HGET', base .. ':stats', 'longest'))
