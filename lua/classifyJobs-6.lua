@@ -65,8 +65,8 @@ for i = 1, count do
       rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
       rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
       local bucket = parseBucketId(bucketId)
-      noteWaiting(queueBase, bucket, 1)
-      waitNotes.started(queueBase, bucket, member, jobId, nowMs)
+      statsNotes.waiting(queueBase, bucket, 1)
+      statsNotes.started(queueBase, bucket, member, jobId, nowMs)
       rcall('HINCRBY', stateKey, 'blocked', 1)
       filed[member] = true
     else

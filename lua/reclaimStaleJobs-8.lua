@@ -37,7 +37,7 @@ for i = 6, #ARGV do
     if waitedOn then
       -- No longer held by that full bucket: all its jobs come back for classification.
       local held = rcall('ZCARD', classJobsKey(queueBase, member))
-      noteWaiting(queueBase, parseBucketId(waitedOn), -held)
+      statsNotes.waiting(queueBase, parseBucketId(waitedOn), -held)
       rcall('HINCRBY', stateKey, 'blocked', -held)
       rcall('HDEL', classStateKey, member)
       rcall('ZREM', blockedSinceKey, member)
@@ -49,7 +49,7 @@ for i = 6, #ARGV do
     for j = 1, #popped, 2 do
       local jobId = popped[j]
       -- A job removed from outside and already uncounted (forgetRemovedJobs) is simply let go.
-      waitNotes.ended(queueBase, member, jobId, buckets, nil)
+      statsNotes.ended(queueBase, member, jobId, buckets, nil)
       if rcall('SREM', removedHeldKey, jobId) == 0 then
         stillHeld = stillHeld + 1
         rcall('ZADD', intakeKey, nowMs + leaseMs, jobId)

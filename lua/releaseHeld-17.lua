@@ -162,7 +162,7 @@ while moves < budget do
     local ready = {}
     local _, classBuckets = parseClass(member)
     for j = 1, #popped, 2 do
-      waitNotes.ended(queueBase, member, popped[j], classBuckets, nil)
+      statsNotes.ended(queueBase, member, popped[j], classBuckets, nil)
       -- A job removed from outside and already uncounted (forgetRemovedJobs) is simply let go.
       if rcall('SREM', removedHeldKey, popped[j]) == 0 then
         ready[#ready + 1] = popped[j + 1]
@@ -175,7 +175,7 @@ while moves < budget do
     local waitedOn = rcall('HGET', classStateKey, member)
     if waitedOn and taken > 0 then
       -- No longer held by that full bucket: they count as held jobs that are not waiting.
-      noteWaiting(queueBase, parseBucketId(waitedOn), -taken)
+      statsNotes.waiting(queueBase, parseBucketId(waitedOn), -taken)
       rcall('HINCRBY', stateKey, 'blocked', -taken)
     end
     if rcall('EXISTS', classKey) == 0 then

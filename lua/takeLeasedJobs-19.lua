@@ -150,7 +150,7 @@ do
       rcall('HDEL', classStateKey, member)
       rcall('ZREM', blockedSinceKey, member)
       local held = rcall('ZCARD', classJobsKey(queueBase, member))
-      noteWaiting(queueBase, parseBucketId(waitedOn), -held)
+      statsNotes.waiting(queueBase, parseBucketId(waitedOn), -held)
       if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end
       if order then rcall('ZADD', readyClassesKey, order, member) end
       if rcall('EXISTS', waiters) == 0 then rcall('ZREM', wakeupsKey, waitedOn) end

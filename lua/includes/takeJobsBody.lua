@@ -67,7 +67,7 @@ for _, bucketId in ipairs(due) do
       rcall('ZREM', blockedSinceKey, woken[i])
       released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
     end
-    noteWaiting(queueBase, parseBucketId(bucketId), -released)
+    statsNotes.waiting(queueBase, parseBucketId(bucketId), -released)
     if released > 0 then rcall('HINCRBY', stateKey, 'blocked', -released) end
   end
   if rcall('EXISTS', waiting) == 0 then
@@ -129,7 +129,7 @@ local function deliver(jobId, buckets, held, inActive)
   for i = 1, #buckets do
     -- Loaded by checkBuckets: this finds it in the room source's cache.
     spendRoom(roomSource(buckets[i]), not held, jobId, buckets[i].cost)
-    noteDelivered(buckets[i])
+    statsNotes.delivered(buckets[i])
   end
   roomTicketing.delivered(jobId)
   if not inActive then rcall('LPUSH', activeKey, jobId) end
@@ -154,8 +154,8 @@ local function wait(member, order, bucket, atUs, filedJob)
   rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
-  noteWaiting(queueBase, bucket, held)
-  if filedJob then waitNotes.started(queueBase, bucket, member, filedJob, nowMsArg) end
+  statsNotes.waiting(queueBase, bucket, held)
+  if filedJob then statsNotes.started(queueBase, bucket, member, filedJob, nowMsArg) end
   rcall('HINCRBY', stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
   someWaiting = true
@@ -171,8 +171,8 @@ local function file(member, jobId, order)
     -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
     rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
     local bucket = parseBucketId(bucketId)
-    noteWaiting(queueBase, bucket, 1)
-    waitNotes.started(queueBase, bucket, member, jobId, nowMsArg)
+    statsNotes.waiting(queueBase, bucket, 1)
+    statsNotes.started(queueBase, bucket, member, jobId, nowMsArg)
     rcall('HINCRBY', stateKey, 'blocked', 1)
   end
 end
@@ -406,7 +406,7 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
       local popped = rcall('ZPOPMIN', classKey)
       if #popped > 0 then
         local went = deliver(popped[1], bucketsOrFull, true)
-        waitNotes.ended(queueBase, member, popped[1], bucketsOrFull, went and nowMs)
+        statsNotes.ended(queueBase, member, popped[1], bucketsOrFull, went and nowMs)
       end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then

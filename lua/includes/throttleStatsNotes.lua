@@ -7,7 +7,7 @@
     :stats    HASH delivered, limited (totals since the keys exist: deliveries, and jobs that started
               waiting on a full bucket, each once, counted for the throttle of the first bucket that held
               it), waiting (the sum of :waiting), heldCount, heldSumMs and held:<i> (of the jobs that waited
-              and were delivered: how many, their total wait, and how many waited at most waitNotes.BOUNDS_MS[i],
+              and were delivered: how many, their total wait, and how many waited at most statsNotes.BOUNDS_MS[i],
               beyond the one before; past the last bound, held:<#BOUNDS_MS + 1>),
               longest (the throttle's longest window in ms, written by publishQueueConfig), expired
               (leased tokens found expired unused: includes/leasedRoom)
@@ -15,14 +15,24 @@
     :held     ZSET "<class>#<job id>" -> ms it started waiting on a full bucket of this throttle (the first
               that held it), until it is delivered or leaves its class's list: its oldest is the oldest
               waiting job's age, from its own moment (src/admin/queueThrottleStats.ts)
-  Scripts that move held jobs without delivering any (classifyJobs, reclaimStaleJobs) need only noteWaiting
-  and waitNotes.
+  Scripts that move held jobs without delivering any (classifyJobs, reclaimStaleJobs) need only
+  statsNotes.waiting, started and ended.
 ]]
 --- @include "intArg"
 --- @include "schedulerKeys"
 
+-- The notes, in one table: the delivery scripts' main chunk is at Lua's 200 locals with bullmq 5's includes.
+-- started/ended: a job's wait on a full bucket, from its start (the job filed into the list of a class that
+-- waits on the bucket: a class woken and found full again waits once more with the same jobs, which stay
+-- counted once) to its end (delivered, or gone from its class's list).
+local statsNotes = {
+  held = {},
+  -- Upper bounds (ms) of the hold-time histogram's buckets (src/admin/holdTimes.ts has the same).
+  BOUNDS_MS = { 100, 1000, 10000, 60000, 300000, 600000, 1800000, 3600000, 21600000, 86400000 },
+}
+
 -- delta jobs start (+) or stop (-) being held by a full bucket.
-local function noteWaiting(queueBase, bucket, delta)
+function statsNotes.waiting(queueBase, bucket, delta)
   if delta == 0 then return end
   local base = queueStatsBase(queueBase, bucket.name)
   local left = tonumber(rcall('ZINCRBY', base .. ':waiting', delta, bucket.bucket))
@@ -30,18 +40,8 @@ local function noteWaiting(queueBase, bucket, delta)
   rcall('HINCRBY', base .. ':stats', 'waiting', delta)
 end
 
--- A job's wait on a full bucket, from its start (the job filed into the list of a class that waits on the
--- bucket: a class woken and found full again waits once more with the same jobs, which stay counted once)
--- to its end (delivered, or gone from its class's list). In one table: the delivery scripts come close to
--- Lua's 200 locals.
-local waitNotes = {
-  held = {},
-  -- Upper bounds (ms) of the hold-time histogram's buckets (src/admin/holdTimes.ts has the same).
-  BOUNDS_MS = { 100, 1000, 10000, 60000, 300000, 600000, 1800000, 3600000, 21600000, 86400000 },
-}
-
 -- The job (jobId of class member) starts waiting on the full bucket now (nowMs).
-function waitNotes.started(queueBase, bucket, member, jobId, nowMs)
+function statsNotes.started(queueBase, bucket, member, jobId, nowMs)
   local base = queueStatsBase(queueBase, bucket.name)
   rcall('HINCRBY', base .. ':stats', 'limited', 1)
   rcall('ZADD', base .. ':held', 'NX', nowMs, member .. '#' .. jobId)
@@ -49,7 +49,7 @@ end
 
 -- The job left its class's list (buckets: its class's): delivered (nowMs: its wait joins the histogram of the
 -- throttle that held it) or not (nowMs nil: gone, released, reclassified).
-function waitNotes.ended(queueBase, member, jobId, buckets, nowMs)
+function statsNotes.ended(queueBase, member, jobId, buckets, nowMs)
   local entry = member .. '#' .. jobId
   for i = 1, #buckets do
     local name = buckets[i].name
@@ -58,12 +58,12 @@ function waitNotes.ended(queueBase, member, jobId, buckets, nowMs)
     if rcall('ZREM', key, entry) == 1 then
       if since then
         local waited = math.max(0, nowMs - tonumber(since))
-        local notes = waitNotes.held[name]
+        local notes = statsNotes.held[name]
         if not notes then
           notes = { count = 0, sumMs = 0, byBound = {} }
-          waitNotes.held[name] = notes
+          statsNotes.held[name] = notes
         end
-        local bounds = waitNotes.BOUNDS_MS
+        local bounds = statsNotes.BOUNDS_MS
         local bound = #bounds + 1
         for b = 1, #bounds do
           if waited <= bounds[b] then bound = b break end
@@ -78,29 +78,29 @@ function waitNotes.ended(queueBase, member, jobId, buckets, nowMs)
 end
 
 -- Writes the waits of the jobs delivered in this run.
-function waitNotes.save(queueBase)
-  for name, notes in pairs(waitNotes.held) do
+function statsNotes.save(queueBase)
+  for name, notes in pairs(statsNotes.held) do
     local key = queueStatsBase(queueBase, name) .. ':stats'
     rcall('HINCRBY', key, 'heldCount', notes.count)
     rcall('HINCRBY', key, 'heldSumMs', notes.sumMs)
     for bound, count in pairs(notes.byBound) do rcall('HINCRBY', key, 'held:' .. bound, count) end
   end
-  waitNotes.held = {}
+  statsNotes.held = {}
 end
 
--- Deliveries noted in this run, by throttle (in waitNotes: one local fewer in the including script's main chunk).
-waitNotes.deliveredByThrottle = {}
+-- Deliveries noted in this run, by throttle (in statsNotes: one local fewer in the including script's main chunk).
+statsNotes.deliveredByThrottle = {}
 
-local function noteDelivered(bucket)
-  local counts = waitNotes.deliveredByThrottle
+function statsNotes.delivered(bucket)
+  local counts = statsNotes.deliveredByThrottle
   counts[bucket.name] = (counts[bucket.name] or 0) + 1
 end
 
 -- Writes the deliveries noted in this run; calls onNewSlot(encodedName, longestMs) for each throttle
 -- whose :recent began a new slot (about once every longest/60 while it delivers).
 local function saveDeliveryNotes(queueBase, nowMs, onNewSlot)
-  waitNotes.save(queueBase)
-  for encodedName, count in pairs(waitNotes.deliveredByThrottle) do
+  statsNotes.save(queueBase)
+  for encodedName, count in pairs(statsNotes.deliveredByThrottle) do
     local base = queueStatsBase(queueBase, encodedName)
     rcall('HINCRBY', base .. ':stats', 'delivered', count)
     local longest = tonumber(rcall('HGET', base .. ':stats', 'longest'))

@@ -1,6 +1,6 @@
 /**
  * How long a throttle's jobs waited on its full buckets before delivery, as the delivery scripts count it
- * (lua/includes/throttleStatsNotes.lua, waitNotes): a histogram with these upper bounds (ms), the same as the
+ * (lua/includes/throttleStatsNotes.lua, statsNotes): a histogram with these upper bounds (ms), the same as the
  * scripts' BOUNDS_MS. A job that never waited counts in the first bucket, with a wait of 0.
  */
 export const HOLD_BOUNDS_MS: readonly number[] = [100, 1000, 10_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000, 86_400_000];
