@@ -46,7 +46,9 @@ describe('throttleStats counts rate and concurrency buckets', () => {
     // burst 2, then one per 10 minutes: a, b and c take both their tokens (full), d one (room for one more).
     const throttle = Throttle.named('mail').key([Key.data('customer')]).rate(1, '10m', { burst: 2 });
     const queue = bed.queue('mail');
-    bed.worker('mail', async () => undefined, { concurrency: 5, throttles: [throttle] });
+    // Counted at processedOn (leaseMs 0): a job put back for starting late (a busy machine) spends its rate token
+    // all the same, and one per 10 minutes would not come back within the test.
+    bed.worker('mail', async () => undefined, { concurrency: 5, leaseMs: 0, throttles: [throttle] });
     await queue.addBulk(jobs({ a: 4, b: 3, c: 2, d: 1 }));
     await waitFor(async () => (await queue.getCompletedCount()) === 7, 20_000, '7 deliveries');
     expect(await counts('mail')).toEqual({ active: 4, atLimit: 3 });
