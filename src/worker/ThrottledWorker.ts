@@ -1,4 +1,3 @@
-import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';
 import { Job, Processor, UnrecoverableError, Worker, WorkerOptions } from 'bullmq';
 import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
@@ -16,6 +15,7 @@ import { quietAfterClose } from '../bullmq/quietAfterClose';
 import { AttributesFunction } from './jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
+import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';
 import type { ConnectionInput } from '../redis/connection';
 
 export interface ThrottledWorkerOptions extends WorkerOptions {
@@ -86,17 +86,6 @@ function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[
  * stays held in Redis (no lock, no attempt, no `active` event) while jobs of other buckets keep flowing.
  * Every WorkerOptions works as in Worker; producers keep using Queue.add unchanged.
  */
-/** The throttle events (src/worker/throttleEvents.ts), beside bullmq's: `worker.on('throttle:held', (e) => ...)`. */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> {
-  // bullmq's own overloads, and these: an intersection of call signatures is an overload set.
-  on: Worker<DataType, ResultType, NameType>['on'] & ThrottleListen<this>;
-  once: Worker<DataType, ResultType, NameType>['once'] & ThrottleListen<this>;
-  off: Worker<DataType, ResultType, NameType>['off'] & ThrottleListen<this>;
-}
-
-type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: ThrottleEventListeners[E]) => W;
-
 export class ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> extends Worker<DataType, ResultType, NameType> {
   private readonly gate: ThrottleGate;
   private readonly autorun: boolean;
@@ -305,3 +294,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   }
 }
 
+/** The throttle events (src/worker/throttleEvents.ts), beside bullmq's: `worker.on('throttle:held', (e) => ...)`. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> {
+  // bullmq's own overloads, and these: an intersection of call signatures is an overload set.
+  on: Worker<DataType, ResultType, NameType>['on'] & ThrottleListen<this>;
+  once: Worker<DataType, ResultType, NameType>['once'] & ThrottleListen<this>;
+  off: Worker<DataType, ResultType, NameType>['off'] & ThrottleListen<this>;
+}
+
+type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: ThrottleEventListeners[E]) => W;
