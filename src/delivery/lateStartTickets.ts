@@ -13,6 +13,8 @@ export interface LateDelivery {
   readonly grantUs: number;
   /** What the job was counted in (TakeReply.tickets), '' for nothing. */
   readonly ticket: string;
+  /** When its delivery call's reply came (this process's monotonic clock): the worker's memory noted it then. */
+  readonly repliedAt: number;
 }
 
 /** One bucket a ticket names: what the job spent there. */

@@ -389,8 +389,9 @@ export class ThrottleGate implements Gate {
     const sentAt = performance.now();
     const reply = await this.delivery!.take({ tokens, name, gen: this.lifecycle.config?.gen ?? '' });
     if (this.delivery!.mode === 'exact') {
-      if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets);
-      this.recovery.delivered(reply.tickets);
+      const repliedAt = performance.now();
+      if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets, repliedAt);
+      this.recovery.delivered(reply.tickets, repliedAt);
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }
@@ -401,6 +402,7 @@ export class ThrottleGate implements Gate {
   lateStart(jobId: string | undefined): LateDelivery | undefined {
     const late = this.deadlines.lateStart(jobId);
     if (late) {
+      this.recovery.putBack(late.ticket, late.repliedAt);
       const queue = { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
       returnLateStartInBackground(this.delivery, this.runner, queue, late, this.options.logger, this.options.queue);
     }

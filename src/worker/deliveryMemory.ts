@@ -131,6 +131,25 @@ export class DeliveryMemory {
     return { declared, peers, buckets };
   }
 
+  /**
+   * A delivery noted at `notedAt` did not start (put back for starting late, its tokens given back): it leaves the
+   * memory, or a recovery would count it again and the throttle let fewer through than it allows.
+   */
+  forget(ticket: string, notedAt: number): void {
+    if (!ticket || this.overflowed) return;
+    for (const { bucketId, cost } of this.parsed(ticket)) {
+      const memory = this.buckets.get(bucketId);
+      if (!memory) continue;
+      const start = Math.floor(notedAt / memory.slotMs) * memory.slotMs;
+      const left = (memory.slots.get(start) ?? 0) - cost;
+      if (left > 0) {
+        memory.slots.set(start, left);
+      } else if (memory.slots.delete(start)) {
+        this.slotCount--;
+      }
+    }
+  }
+
   private note(bucketId: string, longestMs: number, cost: number, now: number): void {
     let memory = this.buckets.get(bucketId);
     if (!memory || memory.longestMs < longestMs) {

@@ -52,8 +52,13 @@ export class NamespaceRecovery {
   }
 
   /** An exact delivery call's tickets: what it delivered. */
-  delivered(tickets: readonly string[] | undefined): void {
-    if (tickets) this.memory.noteDeliveries(tickets);
+  delivered(tickets: readonly string[] | undefined, repliedAt?: number): void {
+    if (tickets) this.memory.noteDeliveries(tickets, repliedAt);
+  }
+
+  /** A delivery put back for starting late (its tokens given back): the memory no longer vouches for it. */
+  putBack(ticket: string, repliedAt: number): void {
+    this.memory.forget(ticket, repliedAt);
   }
 
   async beat(beat: RecoveryBeat): Promise<void> {

@@ -50,7 +50,7 @@ export interface StartDeadlineStats {
 }
 
 /** hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start. */
-interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string }
+interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number }
 
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
@@ -92,7 +92,7 @@ export class StartDeadlines {
    * A delivery call sent at `sentAt` (performance.now()) with h `hMs` delivered these jobs; the script counted
    * them at `grantUs` (Redis time), in the windows `tickets` say (in the order of `jobIds`; '' for none).
    */
-  delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = []): void {
+  delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = [], repliedAt: number = performance.now()): void {
     if (hMs <= 0) return;
     this.sweep(sentAt);
     // Only a window (counting for W + h) or a rate granted with a lease (its rh) needs the deadline: a job counted
@@ -102,7 +102,7 @@ export class StartDeadlines {
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
       const { deadlineMs, buckets } = rateDeadlineOf(tickets[i]);
-      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets });
+      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets, repliedAt });
     });
   }
 
@@ -120,7 +120,7 @@ export class StartDeadlines {
       if (bang < 0) return;
       const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
       const deadlineMs = Math.max(0, leftMs);
-      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1) });
+      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now() });
     });
   }
 
@@ -133,7 +133,7 @@ export class StartDeadlines {
     this.sample(age);
     if (age > delivery.deadlineMs) {
       this.putBackCount++;
-      return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket };
+      return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
     }
     this.startedCount++;
     return undefined;

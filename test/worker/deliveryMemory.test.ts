@@ -22,6 +22,15 @@ describe('DeliveryMemory', () => {
     expect(slots[0][0]).toBe((31_000 - Math.floor(1_000 / slotMs) * slotMs - slotMs) * 1000);
   });
 
+  it('forgets a delivery put back for starting late: it never started, and its tokens went back', () => {
+    const memory = new DeliveryMemory('me');
+    memory.noteDeliveries(['api=-$2@1000,60000', 'api=-$1@1000,60000'], 1_000);
+    memory.forget('api=-$2@1000,60000', 1_000);
+    expect(memory.report('', 1_500).buckets[0][1].map(([, count]) => count)).toEqual([1]);
+    memory.forget('api=-$1@1000,60000', 1_000);
+    expect(memory.report('', 1_500).buckets).toHaveLength(0);
+  });
+
   it('forgets what left the longest window', () => {
     const memory = new DeliveryMemory('me');
     memory.noteDeliveries(['api=-$1@1000'], 0);
