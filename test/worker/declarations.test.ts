@@ -140,10 +140,10 @@ describe('guarantee across processes and queues', () => {
     for (let i = 0; i + 80 < sorted.length; i++) cycle += sorted[i + 80] - sorted[i];
     const rate = 80 / (cycle / (sorted.length - 80));
     process.stderr.write(`3 processes, 2 queues: ${all.length} deliveries, sustained ${(rate * 1000).toFixed(1)}/s of 80/s\n`);
-    // Saturated, so the bounds above were tested at full load. The sustained rate itself is a speed figure
-    // (printed above; benchmarks/limiterAccuracy and processorStarts measure it), not asserted: the start deadline
-    // holds it under N / (W + h), and jobs put back for starting late on a busy machine take their time (70.8/s
-    // on bullmq 5.67 in a CI rehearsal, 77/s here). This only checks the load was near the limit.
-    expect(rate * 1000).toBeGreaterThanOrEqual(0.8 * 80);
+    // Saturated, so the bounds above were tested at full load: some window held all 80. The sustained rate itself
+    // is a speed figure (printed above; benchmarks/limiterAccuracy and processorStarts measure it), not asserted:
+    // the start deadline holds it under N / (W + h), and on a machine whose every core is busy it fell to 58-77/s
+    // in the CI rehearsals of the bullmq lines.
+    expect(mostInAnyWindow(shared, 1000)).toBe(80);
   });
 });
