@@ -55,7 +55,8 @@ function statsNotes.ended(queueBase, member, jobId, buckets, nowMs)
     local name = buckets[i].name
     local key = queueStatsBase(queueBase, name) .. ':held'
     local since = nowMs and rcall('ZSCORE', key, entry)
-    if rcall('ZREM', key, entry) == 1 then
+    -- Delivered: the score says whether this throttle's set holds it, and a ZREM of what is not there is spared.
+    if (since or not nowMs) and rcall('ZREM', key, entry) == 1 then
       if since then
         local waited = math.max(0, nowMs - tonumber(since))
         local notes = statsNotes.held[name]

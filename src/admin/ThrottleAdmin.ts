@@ -270,7 +270,7 @@ export class ThrottleAdmin {
       readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
       readPauses(this.ns, this.keys, name, now),
       readOverrides(this.ns, this.keys, name, now),
-      readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId }))),
+      this.dispatchDelayOf(declaring),
     ]);
     const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
       .sort((a, b) => b[1] - a[1])
@@ -336,7 +336,7 @@ export class ThrottleAdmin {
       : null;
     const inFlight = throttle.maxInFlight === undefined ? null : readInFlight(throttle.maxInFlight, await this.ns.hgetall(this.keys.inFlightCounter(name, bucket)));
     const declaring = entriesDeclaring(entries, name);
-    const dispatchDelay = throttle.maxInFlight === undefined ? null : await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
+    const dispatchDelay = throttle.maxInFlight === undefined ? null : await this.dispatchDelayOf(declaring);
     const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
     const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
     return {
@@ -438,17 +438,19 @@ export class ThrottleAdmin {
    */
   async explainJob(queue: string, jobId: string): Promise<JobExplanation> {
     const now = await this.nowMs();
-    const config = queueConfigFrom(await this.liveEntries(now), queue, this.keys.prefix);
+    const entries = await this.liveEntries(now);
+    const config = queueConfigFrom(entries, queue, this.keys.prefix);
     return explainJob(queue, jobId, {
       client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
       bullmqState: () => this.queueFor(queue).getJobState(jobId),
       bucket: (name, key) => this.throttleBucket(name, key),
-      processingMs: async (name) => {
-        const declaring = entriesDeclaring(await this.liveEntries(), name);
-        const delay = await readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
-        return delay?.processingMs ?? null;
-      },
+      processingMs: async (name) => (await this.dispatchDelayOf(entriesDeclaring(entries, name)))?.processingMs ?? null,
     });
+  }
+
+  /** Processor start minus processedOn, and processing times, over the live workers of these entries. */
+  private dispatchDelayOf(declaring: readonly RegistryEntry[]): Promise<DispatchDelayStats | null> {
+    return readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
   }
 
   /** The throttle's effective declaration, when a live worker declares it. */

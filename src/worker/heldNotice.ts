@@ -1,6 +1,7 @@
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';
+import { redisTimeMs } from '../redis/redisClock';
 import { EmitThrottleEvent } from './throttleEvents';
 
 /**
@@ -14,17 +15,16 @@ export class HeldNotice {
   constructor(private readonly emit: EmitThrottleEvent) {}
 
   async check(client: RedisClient, queueKeys: QueueThrottleKeys, throttles: readonly EffectiveThrottle[]): Promise<void> {
+    // The oldest waiting job and the clock are read only for a change (rare), and the clock once, on the node
+    // holding the queue (whose clock the scripts wrote the waits' starts with).
+    let nowMs: number | undefined;
     for (const { name } of throttles) {
       const keys = queueKeys.throttleStats(name);
-      const [count, oldest, time] = await Promise.all([
-        client.hget(keys.stats, 'waiting'),
-        client.zrange(keys.held, '0', '0', 'WITHSCORES'),
-        client.time(),
-      ]);
-      const waiting = Math.max(0, Number(count ?? 0));
+      const waiting = Math.max(0, Number((await client.hget(keys.stats, 'waiting')) ?? 0));
       if ((this.waiting.get(name) ?? false) === waiting > 0) continue;
       this.waiting.set(name, waiting > 0);
-      const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+      const oldest = await client.zrange(keys.held, '0', '0', 'WITHSCORES');
+      nowMs ??= await redisTimeMs(client, queueKeys.state);
       this.emit('throttle:held', { throttle: name, waiting, oldestWaitingMs: oldest.length === 2 ? Math.max(0, nowMs - Number(oldest[1])) : null });
     }
   }
