@@ -148,7 +148,6 @@ do
       local order = rcall('ZSCORE', waiters, member)
       rcall('ZREM', waiters, member)
       rcall('HDEL', classStateKey, member)
-      rcall('ZREM', blockedSinceKey, member)
       local held = rcall('ZCARD', classJobsKey(queueBase, member))
       statsNotes.waiting(queueBase, parseBucketId(waitedOn), -held)
       if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end

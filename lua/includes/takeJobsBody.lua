@@ -64,7 +64,6 @@ for _, bucketId in ipairs(due) do
     for i = 1, #woken, 2 do
       rcall('ZADD', readyClassesKey, woken[i + 1], woken[i])
       rcall('HDEL', classStateKey, woken[i])
-      rcall('ZREM', blockedSinceKey, woken[i])
       released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
     end
     statsNotes.waiting(queueBase, parseBucketId(bucketId), -released)
@@ -151,7 +150,6 @@ local function wait(member, order, bucket, atUs, filedJob)
   -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
   -- time the bucket has stays: classes of other costs wait on it too, and a cheaper one may fit sooner.
   rcall('ZADD', wakeupsKey, 'LT', intArg(atUs), bucket.id)
-  rcall('ZADD', blockedSinceKey, 'NX', nowMsArg, member)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(queueBase, member))
   statsNotes.waiting(queueBase, bucket, held)
@@ -252,13 +250,21 @@ local function freshHead(comesFirst)
   end
   -- A job in wait is no longer in flight: an earlier delivery of it that ended unreleased stops counting now.
   freshJobTaken(jobId)
-  fresh = { id = jobId, buckets = buckets, from = from, member = false }
+  fresh = { id = jobId, buckets = buckets, from = from, member = false, putBack = false }
   return fresh
 end
 
 local function memberOf(job)
   if not job.member then job.member = classMember(gen, job.buckets) end
   return job.member
+end
+
+-- Jobs their worker put back (lua/lateStartPutBack-n.lua) go first among their priority, as lifo jobs do. Whether
+-- the queue has any is read once a run, when a fresh job first needs it. (One local: the main chunk is near 200.)
+local putBack = { exists = nil }
+function putBack.has(jobId)
+  if putBack.exists == nil then putBack.exists = rcall('EXISTS', putBackKey) == 1 end
+  return putBack.exists and rcall('SISMEMBER', putBackKey, jobId) == 1
 end
 
 -- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
@@ -277,7 +283,7 @@ local function freshOrder(job)
     lifo = ok and type(opts) == 'table' and opts.lifo == true
   end
   local priority = tonumber(stored[1]) or 0
-  if lifo then
+  if lifo or job.putBack or putBack.has(job.id) then
     sequences.lifoUsed = sequences.lifoUsed + 1
     job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
   else
@@ -290,6 +296,11 @@ end
 local function takeFresh()
   local job = fresh
   fresh = nil
+  -- Its mark goes as it is taken; its order may be worked out after (when it is held).
+  if putBack.has(job.id) then
+    job.putBack = true
+    rcall('SREM', putBackKey, job.id)
+  end
   if job.from == 'prioritized' then
     rcall('ZREM', prioritizedKey, job.id)
   elseif job.from == 'wait' then

@@ -62,7 +62,7 @@ export function takeJobsInput(call: TakeCall): { keys: string[]; args: (string |
   return {
     keys: [
       keys.wait, keys.active, keys.prioritized, keys.events, keys.delayed, keys.meta, keys.pc, keys.marker,
-      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.blockedSince,
+      q.readyJobs, q.readyClasses, q.wakeups, q.state, q.classes, q.stale, q.classState, q.removedHeld, q.putBack,
       keys.limiter, q.refusedTokens,
     ],
     args: [

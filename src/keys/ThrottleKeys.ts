@@ -149,6 +149,7 @@ export class ThrottleKeys {
       leaseRoom: `${base}:lease-room`,
       dispatchDelays: `${base}:dispatch-delay`,
       inFlight: `${base}:in-flight`,
+      putBack: `${base}:put-back`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -196,7 +197,10 @@ export interface QueueThrottleKeys {
   readonly intake: string;
   /** SET of held job ids removed by someone else and no longer counted as held (see forgetRemovedJobs). */
   readonly removedHeld: string;
-  /** ZSET class -> ms (Redis clock) it began to wait on a full bucket. */
+  /**
+   * ZSET class -> ms (Redis clock) it began to wait on a full bucket: no longer written (the oldest waiting job's
+   * age comes from each throttle's :held); the scripts that release held jobs still clear what older versions left.
+   */
   readonly blockedSince: string;
   /** SET of lock tokens whose job's completion Redis refused: the delivery script fetches no next job for them. */
   readonly refusedTokens: string;
@@ -204,6 +208,12 @@ export interface QueueThrottleKeys {
   readonly leaseRoom: string;
   /** HASH job id -> the concurrency counters it is counted in (lua/includes/inFlightCounter.lua), until it ends. */
   readonly inFlight: string;
+  /**
+   * SET of job ids their worker put back (a processor that would have started too late): each goes first among
+   * its priority again when it comes from wait, as bullmq places a job its processor rate-limited
+   * (lua/markPutBack-1.lua).
+   */
+  readonly putBack: string;
   /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
   readonly dispatchDelays: string;
   /**

@@ -31,7 +31,7 @@ import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './namespaceRecovery';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
-import { returnLateStartInBackground } from './lateStartReturn';
+import { LateStartQueue, markPutBackQuietly, returnLateStartQuietly } from './lateStartReturn';
 import { PauseNotice } from './pauseNotice';
 import { HeldNotice } from './heldNotice';
 import { EmitThrottleEvent } from './throttleEvents';
@@ -398,15 +398,42 @@ export class ThrottleGate implements Gate {
     return reply;
   }
 
-  /** The processor is about to start on the job: its delivery when it came too late to start (what it was counted in goes back). */
+  /**
+   * The processor is about to start on the job: its delivery when it came too late to start. The job is marked
+   * put back at once (putBackReady waits for the mark); what it was counted in goes back once bullmq has moved
+   * it to wait (putBackDone), so that its room returns when the job is there, first, to take it.
+   */
   lateStart(jobId: string | undefined): LateDelivery | undefined {
     const late = this.deadlines.lateStart(jobId);
     if (late) {
       this.recovery.putBack(late.ticket, late.repliedAt);
-      const queue = { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
-      returnLateStartInBackground(this.delivery, this.runner, queue, late, this.options.logger, this.options.queue);
+      const marking = markPutBackQuietly(this.runner, this.lateStartQueue(), late.jobId, this.options.logger, this.options.queue);
+      this.puttingBack.set(late.jobId, { late, marking });
     }
     return late;
+  }
+
+  /** Before bullmq moves a job lateStart refused back to wait: its mark is there. */
+  async putBackReady(jobId: string | undefined): Promise<void> {
+    await (jobId === undefined ? undefined : this.puttingBack.get(jobId)?.marking);
+  }
+
+  /**
+   * Once bullmq has moved it back to wait (or failed to: the job's lock lost, it is back in wait by the stalled
+   * check, its tokens counting until they expire would only waste room): what it was counted in goes back.
+   */
+  putBackDone(jobId: string | undefined): void {
+    const putting = jobId === undefined ? undefined : this.puttingBack.get(jobId);
+    if (!putting) return;
+    this.puttingBack.delete(jobId!);
+    void returnLateStartQuietly(this.delivery, this.runner, this.lateStartQueue(), putting.late, this.options.logger, this.options.queue);
+  }
+
+  /** Jobs lateStart refused, until bullmq has moved them back to wait (a worker closing may leave some: a few bytes). */
+  private readonly puttingBack = new Map<string, { late: LateDelivery; marking: Promise<void> }>();
+
+  private lateStartQueue(): LateStartQueue {
+    return { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
   }
 
   /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */

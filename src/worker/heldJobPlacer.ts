@@ -64,7 +64,7 @@ export class HeldJobPlacer {
       const placements = records.map((record): Placement => this.context.classifier.place(record, config));
       const args: (string | number)[] = [bullmqKeys[''], q.base, config.gen, placements.length];
       for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
-      const [placed] = (await this.context.runner().run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, bullmqKeys.marker, q.classState], args)) as number[];
+      const [placed] = (await this.context.runner().run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, bullmqKeys.marker, q.classState, q.putBack], args)) as number[];
       if (Number(placed) >= 0) return Number(placed);
       // Another worker published a newer config generation: catch up and classify again.
       await this.context.refreshConfig();

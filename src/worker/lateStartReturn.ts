@@ -33,10 +33,25 @@ export async function returnLateStart(delivery: Delivery, queueRunner: ScriptRun
   );
 }
 
-/** Returns in the background; a return that fails only wastes room until the tokens expire (never lets more through). */
-export function returnLateStartInBackground(delivery: Delivery | undefined, queueRunner: ScriptRunner | undefined, queue: LateStartQueue, late: LateDelivery, logger: Logger, queueName: string): void {
-  if (!delivery || !queueRunner) return;
-  returnLateStart(delivery, queueRunner, queue, late).catch((error: unknown) => {
+/**
+ * Marks the job put back (lua/markPutBack-1.lua), before bullmq moves it to wait: wherever a delivery meets it
+ * there, it goes first among its priority again, as bullmq places a job its processor rate-limited. A mark that
+ * fails only costs the job its place (logged).
+ */
+export function markPutBackQuietly(queueRunner: ScriptRunner | undefined, queue: LateStartQueue, jobId: string, logger: Logger, queueName: string): Promise<void> {
+  if (!queueRunner) return Promise.resolve();
+  return queueRunner.run('markPutBack', [queue.keys.putBack], [jobId]).then(() => undefined, (error: unknown) => {
+    logger.warn({ queue: queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
+  });
+}
+
+/**
+ * Returns without throwing: a return that fails only wastes room until the tokens expire (never lets more
+ * through), and is logged. Resolves once the return is done or has failed.
+ */
+export function returnLateStartQuietly(delivery: Delivery | undefined, queueRunner: ScriptRunner | undefined, queue: LateStartQueue, late: LateDelivery, logger: Logger, queueName: string): Promise<void> {
+  if (!delivery || !queueRunner) return Promise.resolve();
+  return returnLateStart(delivery, queueRunner, queue, late).catch((error: unknown) => {
     logger.warn({ queue: queueName, jobId: late.jobId, err: error }, 'could not give back the tokens of a job that did not start in time; they count until they expire');
   });
 }

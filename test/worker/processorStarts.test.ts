@@ -99,6 +99,26 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
+  it('a job put back for starting late goes first again, ahead of the jobs held while it was out, and at once', async () => {
+    const queue = bed.queue('order');
+    await queue.addBulk(['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, data: {} })));
+    const order: string[] = [];
+    const started = new Map<string, number>();
+    // 'a' holds the event loop past b's deadline: b, delivered with it, goes back; c, d and e are held (2 per 400 ms).
+    const worker: ThrottledWorker = bed.worker('order', async (job: Job) => {
+      order.push(job.name);
+      started.set(job.name, performance.now());
+      const busyUntil = performance.now() + (job.name === 'a' ? 60 : 0);
+      while (performance.now() < busyUntil) { /* busy */ }
+    }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('two').limit(2, 400)] });
+    await waitFor(async () => (await queue.getCompletedCount()) === 5, 10_000, 'every job completed');
+    expect(worker.startDeadline.putBack).toBeGreaterThanOrEqual(1);
+    // As bullmq places a job its processor rate-limited: first. Its room came back before it did, so it did not
+    // wait for the window (b would have gone after e, 800 ms later, without its place, and 400 ms later without its room).
+    expect(order).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(started.get('b')! - started.get('a')!).toBeLessThan(400);
+  });
+
   it('a job put back for starting late counts once in the statistics, where it was delivered again', async () => {
     const queue = bed.queue('stats');
     await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 3}` } })));

@@ -6,7 +6,7 @@
 
   Input:
     KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
-    KEYS[6] class-state
+    KEYS[6] class-state   KEYS[7] put-back (SET, see lua/markPutBack-1.lua)
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
     ARGV[4] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 
@@ -22,7 +22,7 @@ local rcall = redis.call
 --- @include "includes/jobOrder"
 --- @include "includes/intArg"
 
-local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local intakeKey, stateKey, readyJobsKey, classesKey, markerKey, classStateKey, putBackKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobPrefix, queueBase, gen = ARGV[1], ARGV[2], ARGV[3]
 if (rcall('HGET', stateKey, 'gen') or '') ~= gen then return { -1 } end
 
@@ -32,10 +32,18 @@ for i = 1, count do ids[i] = ARGV[5 * i] end
 if count == 0 then return { 0 } end
 local leased = rcall('ZMSCORE', intakeKey, unpack(ids))
 
+-- Jobs their worker put back (lua/lateStartPutBack-n.lua) go first among their priority, as lifo jobs do.
+local putBack = {}
+if rcall('EXISTS', putBackKey) == 1 then
+  for i = 1, count do
+    if leased[i] and rcall('SREM', putBackKey, ids[i]) == 1 then putBack[i] = true end
+  end
+end
+
 -- Sequence numbers for the batch, allocated at once (includes/jobOrder).
 local fifoCount, lifoCount = 0, 0
 for i = 1, count do
-  if ARGV[5 * i + 3] == '1' then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
+  if ARGV[5 * i + 3] == '1' or putBack[i] then lifoCount = lifoCount + 1 else fifoCount = fifoCount + 1 end
 end
 local fifoNext = fifoCount > 0 and rcall('HINCRBY', stateKey, 'fifo', fifoCount) - fifoCount or 0
 local lifoNext = lifoCount > 0 and rcall('HINCRBY', stateKey, 'lifo', lifoCount) - lifoCount or 0
@@ -52,7 +60,7 @@ for i = 1, count do
   if keep then
     if attributes ~= '' then rcall('HSET', jobPrefix .. jobId, 'tha', attributes) end
     local order
-    if lifo == '1' then
+    if lifo == '1' or putBack[i] then
       lifoNext = lifoNext + 1
       order = jobOrder(priority, true, lifoNext)
     else

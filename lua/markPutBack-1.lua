@@ -1,0 +1,22 @@
+--[[
+  Marks a job its worker is putting back (its processor would have started too late: src/worker/startDeadlines.ts)
+  before bullmq moves it from active to wait, so that whichever delivery meets it there places it first among its
+  priority again (includes/takeJobsBody, lua/classifyJobs-7.lua), as bullmq places a job its processor
+  rate-limited, rather than behind the jobs held while it was out. Its room goes back after the move
+  (lua/returnTokens-n.lua, lua/lateStartPutBack-n.lua): the job is in wait, first, before its class is woken.
+
+  Input:
+    KEYS[1] the queue's put-back jobs (SET)
+    ARGV[1] the job id
+
+  Output: 1 when the job was not marked yet, else 0
+]]
+local rcall = redis.call
+
+-- A mark outlives the wait of any job a worker takes again (its delivery takes the mark); a job removed while
+-- in wait leaves one behind until then.
+local PUT_BACK_TTL_MS = 86400000
+
+local added = rcall('SADD', KEYS[1], ARGV[1])
+rcall('PEXPIRE', KEYS[1], PUT_BACK_TTL_MS)
+return added
