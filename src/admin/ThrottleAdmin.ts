@@ -1,17 +1,16 @@
 import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
-import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
-import { readRate } from './rateReading';
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { bindingNow, effectiveRate } from './effectiveRate';
 import { DispatchDelayStats, readDispatchDelay } from './dispatchDelayStats';
 import { explainJob, JobExplanation } from './explainJob';
 import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
-import { bucketPausedUntil, liftPause, PauseOptions, pauseUntilMs, readPauses, setPause } from './throttlePauses';
+import { liftPause, PauseOptions, pauseUntilMs, setPause } from './throttlePauses';
 import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { suggestionText } from './nearbyNames';
-import { decodeBucket, encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
@@ -21,17 +20,16 @@ import { releaseHeldJobs } from '../worker/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
 import { PlainWorkerDetector } from '../worker/plainWorkerDetector';
-import { readCounter } from './readCounter';
-import { readInFlight } from './readInFlight';
 import { nextRoomAt } from './nextRoom';
-import { BucketStats, BucketSummary, QueueStats, ThrottleStats, ThrottleSummary } from './types';
+import { BucketStats, QueueStats, ThrottleStats, ThrottleSummary } from './types';
 import pino from 'pino';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { readBucketWaiting, readQueueThrottleTotals } from './queueThrottleStats';
+import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
+import { readBucketFigures } from './bucketFigures';
 import { holdTimes } from './holdTimes';
-import { readRecoveryHold } from './recoveryHold';
 import { redisTimeMs } from '../redis/redisClock';
+import { isClusterClient } from '../redis/clusterNodes';
 
 export interface ThrottleAdminOptions {
   /**
@@ -262,61 +260,39 @@ export class ThrottleAdmin {
     const entries = await this.liveEntries(now);
     const throttle = await this.effective(name, entries);
     const declaring = entriesDeclaring(entries, name);
-    const k = this.keys.throttleIndexes(name);
-    const [activeBuckets, bucketsAtLimit, totals, recoveryHold, paused, overrides, dispatchDelay] = await Promise.all([
-      this.ns.zcount(k.active, `(${now}`, '+inf'),
-      this.ns.zcount(k.full, `(${now}`, '+inf'),
-      readQueueThrottleTotals(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top, this.runner),
-      readRecoveryHold(this.ns, this.keys.grantorRecord, throttle, now),
-      readPauses(this.ns, this.keys, name, now),
-      readOverrides(this.ns, this.keys, name, now),
+    const [figures, dispatchDelay] = await Promise.all([
+      readThrottleFigures(this.figureSource(), throttle, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
       this.dispatchDelayOf(declaring),
     ]);
-    const topBuckets: BucketSummary[] = [...totals.waitingByBucket]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .map(([segment, waiting]) => {
-        const decoded = decodeBucket(segment);
-        return { key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting };
-      });
-    const longest = longestSpanMs(throttle);
-    const slotMs = Math.max(1, Math.floor(longest / 60));
-    const lastWindow = await Promise.all(throttle.limits.map(async (limit) => {
-      let delivered = 0;
-      if (!throttle.keyParts) {
-        // One bucket: its counter says exactly what is counted in the window.
-        delivered = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)), limit.max, limit.windowMs, now).counted;
-      } else {
-        // Each queue numbered its slots on its own node's clock.
-        for (const queue of totals.recent) {
-          for (const [slot, count] of queue.slots) if ((slot + 1) * slotMs > queue.nowMs - limit.windowMs) delivered += count;
-        }
-      }
-      return { windowMs: limit.windowMs, max: limit.max, delivered };
-    }));
+    const { totals, overrides } = figures;
     return {
       ...this.summary(throttle, declaring.length),
       // An override replaces the declared limits while it lasts.
       ...(overrides.throttle ? { limits: overrides.throttle.limits.map((limit) => ({ ...limit })) } : {}),
       queues: [...new Set(declaring.map((entry) => this.queueName(entry)))].sort(),
-      activeBuckets,
-      bucketsAtLimit,
+      activeBuckets: figures.activeBuckets,
+      bucketsAtLimit: figures.bucketsAtLimit,
       waiting: totals.waiting,
-      topBuckets,
-      lastWindow,
+      topBuckets: topBucketsOf(totals, top),
+      lastWindow: lastWindowOf(throttle, figures),
       deliveredTotal: totals.delivered,
       limitedTotal: totals.limited,
       tokensExpired: totals.expired,
       oldestWaitingMs: totals.oldestWaitingMs,
       holdTimes: holdTimes(totals.delivered, totals.held),
-      recoveryHold,
-      paused,
+      recoveryHold: figures.recoveryHold,
+      paused: figures.paused,
       limitSource: overrides.throttle ? 'override' : 'declared',
       overrides,
       effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
       dispatchDelay,
-      at: now,
+      at: figures.nowMs,
     };
+  }
+
+  /** Where readThrottleFigures reads: on one Redis server (no Cluster, no grantor option), one script reads it all. */
+  private figureSource(): FigureSource {
+    return { keys: this.keys, namespace: this.nsRunner, queues: this.runner, oneNode: !this.grantorConnection && !isClusterClient(this.client) };
   }
 
   /** One bucket: `key` holds its key values; null (or omitted) for an unkeyed throttle, or the missing-key bucket. */
@@ -326,19 +302,15 @@ export class ThrottleAdmin {
     const throttle = await this.effective(name, entries);
     const bucket = bucketSegmentOf(name, throttle, key ?? null);
     // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
+    // The limits it counts against: its own override, the throttle's, or the declared ones (read first: they
+    // say which counters to read; they change rarely).
     const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
-    const limits = await Promise.all((override?.limits ?? throttle.limits).map(async (limit) => {
-      const reading = readCounter(await this.ns.hgetall(this.keys.windowCounter(name, bucket, limit.windowMs)), limit.max, limit.windowMs, now);
-      return { windowMs: limit.windowMs, max: limit.max, counted: reading.counted, roomAt: reading.roomAt };
-    }));
-    const rate = throttle.tokenRate
-      ? readRate(throttle.tokenRate, await this.ns.get(this.keys.rateCounter(name, bucket)), Number((await this.ns.hget(this.keys.effectiveLimits(name), 'rh')) ?? 0), now)
-      : null;
-    const inFlight = throttle.maxInFlight === undefined ? null : readInFlight(throttle.maxInFlight, await this.ns.hgetall(this.keys.inFlightCounter(name, bucket)));
     const declaring = entriesDeclaring(entries, name);
-    const dispatchDelay = throttle.maxInFlight === undefined ? null : await this.dispatchDelayOf(declaring);
-    const waiting = await readBucketWaiting(this.client, this.queuesOf(declaring).map((q) => q.throttleStats(name)), bucket);
-    const pausedUntil = await bucketPausedUntil(this.ns, this.keys, name, bucket, now);
+    const [figures, dispatchDelay] = await Promise.all([
+      readBucketFigures(this.figureSource(), throttle, bucket, override?.limits ?? throttle.limits, this.queuesOf(declaring).map((q) => q.throttleStats(name))),
+      throttle.maxInFlight === undefined ? null : this.dispatchDelayOf(declaring),
+    ]);
+    const { limits, rate, inFlight, pausedUntil } = figures;
     return {
       throttle: name,
       key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
@@ -349,9 +321,9 @@ export class ThrottleAdmin {
       rate,
       inFlight,
       paused: pausedUntil === undefined ? null : { until: pausedUntil },
-      waiting,
-      nextRoomAt: nextRoomAt(limits, rate, pausedUntil, now),
-      at: now,
+      waiting: figures.waiting,
+      nextRoomAt: nextRoomAt(limits, rate, pausedUntil, figures.nowMs),
+      at: figures.nowMs,
     };
   }
 

@@ -65,7 +65,11 @@ function parse(text: string | null, nowMs: number): LimitOverride | null {
 
 /** The overrides in force at nowMs: the whole throttle's, and how many buckets have their own. */
 export async function readOverrides(ns: RedisClient, keys: ThrottleKeys, name: string, nowMs: number): Promise<{ throttle: LimitOverride | null; buckets: number }> {
-  const flat = await ns.hgetall(keys.limitOverrides(name));
+  return overridesInForce(await ns.hgetall(keys.limitOverrides(name)), nowMs);
+}
+
+/** The overrides in force at nowMs of a throttle whose overrides hash reads `flat`. */
+export function overridesInForce(flat: Readonly<Record<string, string>>, nowMs: number): { throttle: LimitOverride | null; buckets: number } {
   let buckets = 0;
   for (const [field, text] of Object.entries(flat)) if (field !== '*' && parse(text, nowMs)) buckets++;
   return { throttle: parse(flat['*'] ?? null, nowMs), buckets };

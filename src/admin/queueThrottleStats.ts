@@ -1,8 +1,6 @@
 import { QueueThrottleStatsKeys } from '../keys/ThrottleKeys';
 import { addHoldFields, HOLD_FIELDS } from './holdTimes';
-import { ScriptRunner } from '../lua/scripts';
-import { RedisClient } from '../redis/connection';
-import { redisTimeMs } from '../redis/redisClock';
+import { SnapshotRead, SnapshotValue } from './snapshotRead';
 
 /** What the queues where a throttle is declared keep of it, added up (see lua/includes/throttleStatsNotes.lua). */
 export interface QueueThrottleTotals {
@@ -24,41 +22,43 @@ export interface QueueThrottleTotals {
   recent: { nowMs: number; slots: Map<number, number> }[];
 }
 
-/**
- * Reads each queue's statistics of one throttle and adds them up. Each queue keeps its own (in its own
- * slot), so a throttle shared by queues on several slots or servers is read from each: every command here
- * names one key, so a Cluster client sends it to the node holding that queue. The top buckets are
- * the sum of each queue's `top` busiest: exact when one queue holds a bucket's jobs, as it usually does.
- */
-export async function readQueueThrottleTotals(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], top: number, runner?: ScriptRunner): Promise<QueueThrottleTotals> {
-  const totals: QueueThrottleTotals = {
-    waiting: 0, delivered: 0, limited: 0, expired: 0, oldestWaitingMs: null, held: { waited: 0, sumMs: 0, byBound: [] }, waitingByBucket: new Map(), recent: [],
-  };
-  await Promise.all(queues.map(async (keys) => {
-    const [nowMs, fields, topRaw, recent, oldest] = await Promise.all([
-      redisTimeMs(client, keys.recent, runner),
-      client.hmget(keys.stats, 'waiting', 'delivered', 'limited', 'expired', ...HOLD_FIELDS),
-      top > 0 ? client.zrevrangebyscore(keys.waiting, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top) : Promise.resolve([] as string[]),
-      client.hgetall(keys.recent),
-      client.zrange(keys.held, '0', '0', 'WITHSCORES'),
-    ]);
-    totals.waiting += Math.max(0, Number(fields[0] ?? 0));
-    totals.delivered += Number(fields[1] ?? 0);
-    totals.limited += Number(fields[2] ?? 0);
-    totals.expired += Number(fields[3] ?? 0);
-    addHoldFields(totals.held, fields.slice(4));
-    // Each queue's waits are on the clock of the node holding it.
-    if (oldest.length === 2) totals.oldestWaitingMs = Math.max(totals.oldestWaitingMs ?? 0, nowMs - Number(oldest[1]));
-    for (let i = 0; i < topRaw.length; i += 2) {
-      totals.waitingByBucket.set(topRaw[i], (totals.waitingByBucket.get(topRaw[i]) ?? 0) + Number(topRaw[i + 1]));
-    }
-    totals.recent.push({ nowMs, slots: new Map(Object.entries(recent).map(([slot, count]) => [Number(slot), Number(count)])) });
-  }));
-  return totals;
+/** How one queue's statistics of one throttle are taken from a snapshot of the queue's slot (queueThrottleReading). */
+export type QueueThrottleReading = SnapshotValue<{
+  fields: (string | null)[];
+  top: [string, number][];
+  recent: Record<string, string>;
+  oldest: [string, number] | null;
+  nowMs: number;
+}>;
+
+/** Asks `read` (of the queue's slot) for what the queue keeps of one throttle. */
+export function queueThrottleReading(read: SnapshotRead, keys: QueueThrottleStatsKeys, top: number): QueueThrottleReading {
+  const fields = read.hmget(keys.stats, ['waiting', 'delivered', 'limited', 'expired', ...HOLD_FIELDS]);
+  const topRead = top > 0 ? read.top(keys.waiting, top) : () => [] as [string, number][];
+  const recent = read.hgetall(keys.recent);
+  const oldest = read.first(keys.held);
+  return (snapshot) => ({ fields: fields(snapshot), top: topRead(snapshot), recent: recent(snapshot), oldest: oldest(snapshot), nowMs: snapshot.nowMs });
 }
 
-/** Jobs of one bucket waiting, over every queue. */
-export async function readBucketWaiting(client: RedisClient, queues: readonly QueueThrottleStatsKeys[], bucket: string): Promise<number> {
-  const counts = await Promise.all(queues.map((keys) => client.zscore(keys.waiting, bucket)));
-  return counts.reduce((sum, count) => sum + Math.max(0, Number(count ?? 0)), 0);
+/** No queue read yet. */
+export function emptyQueueThrottleTotals(): QueueThrottleTotals {
+  return { waiting: 0, delivered: 0, limited: 0, expired: 0, oldestWaitingMs: null, held: { waited: 0, sumMs: 0, byBound: [] }, waitingByBucket: new Map(), recent: [] };
+}
+
+/**
+ * Adds one queue's statistics of the throttle to the totals. Each queue keeps its own (in its own slot), so a
+ * throttle shared by queues on several slots or servers is read from each. The top buckets are the sum of each
+ * queue's `top` busiest: exact when one queue holds a bucket's jobs, as it usually does.
+ */
+export function addQueueThrottleStats(totals: QueueThrottleTotals, reading: ReturnType<QueueThrottleReading>): void {
+  const { fields, top, recent, oldest, nowMs } = reading;
+  totals.waiting += Math.max(0, Number(fields[0] ?? 0));
+  totals.delivered += Number(fields[1] ?? 0);
+  totals.limited += Number(fields[2] ?? 0);
+  totals.expired += Number(fields[3] ?? 0);
+  addHoldFields(totals.held, fields.slice(4));
+  // Each queue's waits are on the clock of the node holding it.
+  if (oldest) totals.oldestWaitingMs = Math.max(totals.oldestWaitingMs ?? 0, nowMs - oldest[1]);
+  for (const [segment, waiting] of top) totals.waitingByBucket.set(segment, (totals.waitingByBucket.get(segment) ?? 0) + waiting);
+  totals.recent.push({ nowMs, slots: new Map(Object.entries(recent).map(([slot, count]) => [Number(slot), Number(count)])) });
 }

@@ -66,7 +66,11 @@ function inForce(value: string | null | undefined, nowMs: number): number | null
 
 /** The throttle's pauses in force at nowMs, as the delivery scripts see them. */
 export async function readPauses(ns: RedisClient, keys: ThrottleKeys, name: string, nowMs: number): Promise<ThrottlePause | null> {
-  const flat = await ns.hgetall(keys.throttlePauses(name));
+  return pausesInForce(await ns.hgetall(keys.throttlePauses(name)), nowMs);
+}
+
+/** The pauses in force at nowMs of a throttle whose pauses hash reads `flat`. */
+export function pausesInForce(flat: Readonly<Record<string, string>>, nowMs: number): ThrottlePause | null {
   let all: ThrottlePause['all'];
   let buckets = 0;
   for (const [field, value] of Object.entries(flat)) {
@@ -78,9 +82,12 @@ export async function readPauses(ns: RedisClient, keys: ThrottleKeys, name: stri
   return all || buckets > 0 ? { ...(all ? { all } : {}), buckets } : null;
 }
 
-/** The pause in force on one bucket at nowMs (ms; null: until resumed), the throttle's own included; undefined: none. */
-export async function bucketPausedUntil(ns: RedisClient, keys: ThrottleKeys, name: string, segment: string, nowMs: number): Promise<number | null | undefined> {
-  const inForceNow = (await ns.hmget(keys.throttlePauses(name), '*', segment)).map((value) => inForce(value, nowMs));
+/**
+ * The pause in force on one bucket at nowMs (ms; null: until resumed), the throttle's own included; undefined: none.
+ * From its throttle's pauses hash: the whole throttle's field ('*') and the bucket's own.
+ */
+export function bucketPauseInForce(all: string | null, own: string | null, nowMs: number): number | null | undefined {
+  const inForceNow = [all, own].map((value) => inForce(value, nowMs));
   if (inForceNow.includes(null)) return null;
   const ends = inForceNow.filter((until): until is number => until !== undefined);
   return ends.length > 0 ? Math.max(...ends) : undefined;

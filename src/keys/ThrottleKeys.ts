@@ -106,9 +106,23 @@ export class ThrottleKeys {
     return `${this.namespaceBase}::grantor`;
   }
 
+  /** HASH encoded throttle name -> until when (ms) its own recovery hold lasts (lua/includes/recoveryHold.lua). */
+  get grantorHolds(): string {
+    return `${this.grantorRecord}:holds`;
+  }
+
   /** STRING: a counter that goes up with every change of the registry. */
   get registryVersion(): string {
     return `${this.namespaceBase}::registry:version`;
+  }
+
+  /**
+   * LIST of JSON entries, oldest first: the dashboard's samples of the namespace's throttles (its charts'
+   * history), so that a dashboard restarted shows what was sampled before (src/dashboard/server/historyStore.ts).
+   * Capped to the dashboard's historySamples by LTRIM on every write; lapses when no dashboard samples.
+   */
+  get dashboardHistory(): string {
+    return `${this.namespaceBase}::dashboard:history`;
   }
 
   /**

@@ -311,7 +311,7 @@ export class ThrottleGate implements Gate {
         exact: this.delivery?.mode === 'exact', vouches: this.deadlines.currentMs() > 0, wake: () => this.wakeThrottles(),
         tellGather: async () => { await this.delivery?.tellGather(); },
       });
-      await this.holdNotice.check(this.namespaceClient(), this.keys.grantorRecord, this.lifecycle.config?.throttles ?? []);
+      await this.holdNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       await this.pauseNotice.check(this.namespaceClient(), this.keys, this.lifecycle.config?.throttles ?? []);
       await this.heldNotice.check(this.workerClient!, this.queueKeys, this.lifecycle.config?.throttles ?? []);
       await this.jobs.publishDispatchDelay();

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { readRecoveryHold } from '../admin/recoveryHold';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';
 import { EmitThrottleEvent } from './throttleEvents';
 
@@ -17,12 +18,12 @@ export class RecoveryHoldNotice {
 
   constructor(private readonly logger: Logger, private readonly queue: string, private readonly emit: EmitThrottleEvent = () => undefined) {}
 
-  async check(client: RedisClient, grantorRecord: string, throttles: readonly EffectiveThrottle[]): Promise<void> {
+  async check(client: RedisClient, keys: ThrottleKeys, throttles: readonly EffectiveThrottle[]): Promise<void> {
     if (throttles.length === 0) return;
     const [seconds, micros] = await client.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     for (const throttle of throttles) {
-      const hold = await readRecoveryHold(client, grantorRecord, throttle, now);
+      const hold = await readRecoveryHold(client, keys, throttle, now);
       if (!hold) {
         if (this.held.delete(throttle.name)) this.emit('throttle:recovery', { throttle: throttle.name, hold: null });
         continue;
