@@ -1,5 +1,5 @@
 import { InvalidThrottleError, Key, Missing, Throttle } from '../src';
-import { parseWindowMs } from '../src/declarations/window';
+import { parseWindowMs, WindowInput } from '../src/declarations/window';
 
 describe('windows', () => {
   it.each([
@@ -9,10 +9,11 @@ describe('windows', () => {
   });
 
   it.each([[0], [-5], [0.5], [NaN], [Infinity], ['1'], ['1 sec'], ['s'], [''], ['0.1ms'], ['-1s']])('rejects %p', (input) => {
-    expect(() => Throttle.named('stripe').limit(10, input as number | string)).toThrow(InvalidThrottleError);
+    expect(() => Throttle.named('stripe').limit(10, input as WindowInput)).toThrow(InvalidThrottleError);
   });
 
-  it('names the value and the fix', () => {
+  it("names the value and the fix (in JavaScript, or text cast from configuration; in TypeScript '1 sec' does not compile)", () => {
+    // @ts-expect-error a window's text is a number and a unit (WindowText): '1 sec' is a compile error
     expect(() => Throttle.named('stripe').limit(10, '1 sec')).toThrow(/"1 sec" is not a duration: write milliseconds \(1000\) or a number with a unit/);
   });
 });

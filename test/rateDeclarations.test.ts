@@ -22,6 +22,7 @@ describe('rate(n, per, { burst })', () => {
     expect(() => Throttle.named('x').rate(0, '1s')).toThrow(InvalidThrottleError);
     expect(() => Throttle.named('x').rate(1.5, '1s')).toThrow(/positive whole number of deliveries per period/);
     expect(() => Throttle.named('x').rate(10, '1s', { burst: 0 })).toThrow(/burst must be a positive whole number/);
+    // @ts-expect-error 'soon' is no WindowText
     expect(() => Throttle.named('x').rate(10, 'soon')).toThrow(/is not a duration/);
     expect(() => Throttle.named('x').rate(10, '1s').rate(5, '1s')).toThrow(/rate\(\) is declared twice/);
   });

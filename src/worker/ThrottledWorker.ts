@@ -161,13 +161,18 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     }
   }
 
-  /** Resolves once the worker's connection is ready and its throttle declarations are registered. */
-  override async waitUntilReady(): Promise<void> {
+  /**
+   * Resolves once the worker's connection is ready and its throttle declarations are registered, with what
+   * bullmq's own resolves with (its client on bullmq 5, nothing on bullmq 6): the return type is bullmq's, so that
+   * these declarations compile against whichever line the app installs.
+   */
+  override async waitUntilReady(): ReturnType<Worker['waitUntilReady']> {
     // Both, but a failed start rejects at once: the connection may never become ready (a wrong password).
-    await Promise.all([super.waitUntilReady(), this.gate.ready]);
+    const [ready] = await Promise.all([super.waitUntilReady(), this.gate.ready]);
     // bullmq's run (lock manager, stalled checks, main loop) starts once the gate is ready, a few promise
     // turns after it: let it, so that a worker that autoruns is running when this resolves, as a plain one is.
     if (this.autorun) await new Promise((resolve) => setImmediate(resolve));
+    return ready;
   }
 
   override async run(): Promise<void> {

@@ -17,6 +17,11 @@ const prefix = uniquePrefix('packaging');
 let packed: PackedPackage;
 let withIoredis6: ConsumerProject;
 let withIoredis5: ConsumerProject;
+// The other supported bullmq lines (.ci/bullmq-lines), for the declarations, each with the ioredis an app uses with
+// it: bullmq 5 pins an exact ioredis (an app whose ioredis differs does not compile a plain bullmq Worker either),
+// bullmq 6 takes ioredis 5 or 6 as a peer (5 here; the consumers above cover 6).
+const OTHER_BULLMQ_LINES: Record<string, string> = { '5.67.0': '5.9.2', '5.81.5': '5.11.1', '6.0.0': '^5' };
+let onOtherLines: ConsumerProject[];
 
 function consumer(name: string, dependencies: Record<string, string>, typed: TypedConsumerOptions): Promise<ConsumerProject> {
   const source = typedConsumer(typed);
@@ -40,6 +45,7 @@ beforeAll(async () => {
     }, { promClient: true, otherIoredis: 'ioredis5' }),
     consumer('ioredis5', { ...shared, ioredis: '^5' }, { promClient: false }),
   ]);
+  onOtherLines = await Promise.all(Object.entries(OTHER_BULLMQ_LINES).map(([bullmq, ioredis]) => consumer(`bullmq-${bullmq}`, { bullmq, ioredis, '@types/node': shared['@types/node'] }, { promClient: false })));
 }, SETUP_MS);
 
 afterAll(async () => {
@@ -143,6 +149,13 @@ describe.each([
     expect(report.exportsEsm).toBe(true);
     expect(report.granted).toEqual([true, false]);
     expect(report.result).toBe(42);
+  });
+});
+
+describe.each(Object.entries(OTHER_BULLMQ_LINES).map(([bullmq, ioredis], i) => [bullmq, ioredis, i] as const))('a consumer project on bullmq %s with ioredis %s', (_bullmq, _ioredis, i) => {
+  it.each(RESOLUTIONS)('compiles under moduleResolution %s with skipLibCheck off (the declarations hold on every supported line)', async (resolution) => {
+    const result = await onOtherLines[i].typecheck(resolution, TYPED_FILES);
+    expect({ code: result.code, output: `${result.stdout}${result.stderr}` }).toEqual({ code: 0, output: '' });
   });
 });
 

@@ -1,8 +1,8 @@
 /** A child process: one ThrottledWorker declaring the rates it is given, printing its deliveries when it ends. */
-import { Key, Throttle, ThrottledWorker } from '../../src';
+import { Key, Throttle, ThrottledWorker, WindowInput } from '../../src';
 import { connectionFor } from './bullmq';
 
-interface RateConfig { n: number; per: string; burst: number }
+interface RateConfig { n: number; per: WindowInput; burst: number }
 const config = JSON.parse(process.env.RATE_WORKER ?? '{}') as {
   url: string; prefix: string; queue: string; runMs: number; concurrency: number; shared: RateConfig; perCustomer?: RateConfig; processMs?: number;
 };

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { LimitInput } from '../../admin/limitOverrides';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { KeyValue } from '../../declarations/Key';
-import { parseWindowMs } from '../../declarations/window';
+import { isWindowText, parseWindowMs } from '../../declarations/window';
 import { InvalidOptionError } from '../../errors/InvalidOptionError';
 import { InvalidThrottleError } from '../../errors/InvalidThrottleError';
 import { UsageError } from '../errors';
@@ -16,7 +16,8 @@ export function parseLimitList(text: string): LimitInput[] {
   return text.split(',').map((part) => {
     const match = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(part);
     if (!match) throw new UsageError(`--set '${text}': each limit is N/window, such as 50/1s or 1000/1m, separated by commas.`);
-    return { max: Number(match[1]), window: match[2] };
+    // Text from the command line: its window is checked as the API checks it (a misspelling names the fix).
+    return { max: Number(match[1]), window: isWindowText(match[2]) ? match[2] : parseWindowMs(match[2], `--set '${text}'`) };
   });
 }
 

@@ -57,6 +57,8 @@ export async function consume(url: string): Promise<number> {
 
   const stripe = Throttle.named('stripe').limit(100, '1s');
   const perCustomer = Throttle.named('stripe-per-customer').key([Key.data('customer')]).whenKeyMissing(Missing.Unthrottled).limit(10, '1s');
+  // @ts-expect-error a window is a number and a unit: '1 sec' does not compile
+  Throttle.named('misspelled').limit(10, '1 sec');
 
   const grantor = new Grantor({ connection: redis, prefix: 'bull' });
   const clusterGrantor = new Grantor({ connection: cluster });
