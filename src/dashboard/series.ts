@@ -40,11 +40,5 @@ export function pushSample(series: WireSeries, at: number, sample: LimitSample, 
   series.busiestKey.push(sample.busiestKey);
   series.delivered.push(sample.delivered);
   series.max.push(sample.max);
-  if (series.t.length > capacity) {
-    series.t.shift();
-    series.busiest.shift();
-    series.busiestKey.shift();
-    series.delivered.shift();
-    series.max.shift();
-  }
+  if (series.t.length > capacity) for (const column of Object.values(series) as unknown[][]) column.shift();
 }

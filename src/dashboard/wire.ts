@@ -23,7 +23,8 @@ export interface WireQueue {
   at: number;
 }
 
-export interface WireThrottle {
+/** The stats of one throttle as ThrottleAdmin.throttleStats answers them (the server checks they fit). */
+export interface WireThrottleStats {
   name: string;
   limits: WireLimit[];
   rate: { n: number; perMs: number; burst: number } | null;
@@ -44,8 +45,48 @@ export interface WireThrottle {
   effective: { perSecond: number; binding: string } | null;
   overrides: { throttle: { limits: WireLimit[]; until: number | null } | null; buckets: number };
   paused: { all?: { until: number | null }; buckets: number } | null;
+  /** How long the job waiting longest on a full bucket has waited (ms; null: none waits). */
+  oldestWaitingMs: number | null;
+  /** Waits of delivered jobs: cumulative counts at the histogram's bounds (src/admin/holdTimes.ts), then all of them. */
+  holdTimes: { cumulative: readonly number[]; count: number; sumMs: number };
   at: number;
 }
+
+/**
+ * A throttle or bucket at a glance: 'recovering' (held after a Redis restart or failover), 'paused' (every
+ * bucket of it), 'at-limit' (a bucket with no room now), else 'flowing'. The first that applies wins.
+ */
+export type WireState = 'flowing' | 'at-limit' | 'paused' | 'recovering';
+
+/**
+ * Hold-time percentiles of delivered jobs, read off the histogram (src/admin/holdTimes.ts): the bound each
+ * falls under, so "at most", never a made-up figure between bounds; their mean from the histogram's sum.
+ */
+export interface WireHoldPercentiles {
+  count: number;
+  meanMs: number | null;
+  p50: WirePercentile;
+  p90: WirePercentile;
+  p99: WirePercentile;
+}
+
+/** `atMostMs`: the bound the percentile is under; `beyondMs`: past the last bound, which it names; null: no delivery yet. */
+export type WirePercentile = { atMostMs: number } | { beyondMs: number } | null;
+
+/** What the dashboard adds to a throttle's stats, from ThrottleAdmin's other reads. */
+export interface WireThrottleExtras {
+  state: WireState;
+  holdPercentiles: WireHoldPercentiles;
+  /** The cost each job counts against the limits ('Cost.data("tokens")'), null: 1 per job. */
+  cost: string | null;
+  /**
+   * Units in flight of the busiest bucket the sample read (an unkeyed throttle's one bucket; of a keyed one,
+   * the highest among its top waiting buckets; null where none waits): against the concurrency's max.
+   */
+  inFlight: { counted: number; max: number; key: WireKeyValue[] | null } | null;
+}
+
+export type WireThrottle = WireThrottleStats & WireThrottleExtras;
 
 /**
  * The busiest bucket a sample found for one limit: of a keyed throttle, the highest `counted` among its top
@@ -77,6 +118,25 @@ export interface WireSeries {
 /** Per throttle, per limit (by window, in ms) its samples. */
 export type WireHistory = Record<string, Record<string, WireSeries>>;
 
+/**
+ * One throttle's flow, oldest first: times (ms, Redis clock); deliveries since its keys were created
+ * (`deliveredTotal`), and per second over the last few samples (`perSecond`, all buckets; null for the first
+ * sample, and after a gap or a reset); the rate's n per second then (null: no rate); the busiest bucket's units
+ * in flight, its concurrency max and key as JSON (nulls: no concurrency, or no bucket read).
+ */
+export interface WireFlowSeries {
+  t: number[];
+  deliveredTotal: number[];
+  perSecond: (number | null)[];
+  ratePerSecond: (number | null)[];
+  inFlight: (number | null)[];
+  inFlightMax: (number | null)[];
+  inFlightKey: (string | null)[];
+}
+
+/** Per throttle, its flow samples. */
+export type WireFlowHistory = Record<string, WireFlowSeries>;
+
 export interface WireOverview {
   at: number;
   /** Whether the POST endpoints (pause, resume, limits, release) are on. */
@@ -92,6 +152,7 @@ export interface WireOverview {
 /** What GET api/overview answers: the overview and the history sampled so far. */
 export interface WireOverviewWithHistory extends WireOverview {
   history: WireHistory;
+  flowHistory: WireFlowHistory;
   /** How often the server samples (ms), and how many samples it keeps per limit. */
   sampleEveryMs: number;
   historySamples: number;
@@ -124,6 +185,8 @@ export interface WireBucketJobs {
 
 export interface WireBucketPage {
   bucket: WireBucket;
+  /** The bucket at a glance; 'recovering' while its throttle is held after a Redis restart or failover. */
+  state: WireState;
   jobs: WireBucketJobs[];
 }
 

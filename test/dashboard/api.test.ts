@@ -5,16 +5,19 @@ import { createDashboardHandler } from '../../src';
 import type { WireBucketPage, WireJob, WireOverviewWithHistory } from '../../src/dashboard/wire';
 import { waitUntil, done, notYet } from '../support/waitUntil';
 import { testRedisUrl } from '../support/testRedis';
+import { EXPECTED_STATES, KindsScenario, startKindsScenario } from './limitKindsScenario';
 import { EXPECTED, getJson, postJson, QUEUE, Scenario, startDashboard, startScenario, THROTTLE } from './scenario';
 
 // The dashboard's JSON: what the page reads (overview, bucket, job), its refusals, and mounting under Express.
 describe('dashboard API', () => {
   let scenario: Scenario | undefined;
+  let kinds: KindsScenario | undefined;
   const closers: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
     await scenario?.close();
-    scenario = undefined;
+    await kinds?.close();
+    [scenario, kinds] = [undefined, undefined];
   });
 
   it('answers the overview, a bucket and a job with the live figures, and samples a history', async () => {
@@ -142,5 +145,55 @@ describe('dashboard API', () => {
     expect((await fetch(`${base}/admin/elsewhere`)).status).toBe(404);
     // express.json() has read the body already: the handler takes it from req.body (and refuses, read-only).
     expect((await postJson(`${base}/admin/throttles/api/pause`, { throttle: THROTTLE })).status).toBe(403);
+  });
+
+  it("says each throttle's state, its units in flight, its cost and its hold-time percentiles, and samples its flow", async () => {
+    kinds = await startKindsScenario('dash-kinds');
+    const dashboard = await startDashboard({ prefix: kinds.bed.prefix });
+    closers.push(() => dashboard.close());
+    const { body } = await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`);
+    const byName = Object.fromEntries(body.throttles.map((t) => [t.name, t]));
+    expect(Object.fromEntries(body.throttles.map((t) => [t.name, t.state]))).toEqual(EXPECTED_STATES);
+    expect(byName['in-flight'].inFlight).toEqual({ counted: 2, max: 2, key: [] });
+    expect(byName['rate-only']).toMatchObject({ inFlight: null, cost: null, waiting: 4, limitedTotal: 4 });
+    expect(byName.open).toMatchObject({ cost: 'Cost.data("tokens") with default 1', lastWindow: [{ windowMs: 60_000, max: 1000, delivered: 15 }] });
+    // 3 delivered without waiting: each at most the first bound; 'rate-only' delivered 1, also without waiting.
+    expect(byName.open.holdPercentiles).toEqual({ count: 3, meanMs: 0, p50: { atMostMs: 100 }, p90: { atMostMs: 100 }, p99: { atMostMs: 100 } });
+    expect(byName.stopped.holdPercentiles).toEqual({ count: 0, meanMs: null, p50: null, p90: null, p99: null });
+
+    const flow = await waitUntil('three flow samples', async () => {
+      const series = (await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`)).body.flowHistory['in-flight'];
+      return series && series.t.length >= 3 ? done(series) : notYet(`${series?.t.length ?? 0} samples`);
+    }, { timeoutMs: 20_000 });
+    expect(flow.inFlight.slice(-3)).toEqual([2, 2, 2]);
+    expect(flow.inFlightMax.slice(-3)).toEqual([2, 2, 2]);
+    // Nothing more goes while the two run: 0 per second once a second sample is there.
+    expect(flow.perSecond.slice(-2)).toEqual([0, 0]);
+    const rated = (await getJson<WireOverviewWithHistory>(`${dashboard.url}/api/overview`)).body.flowHistory['rate-only'];
+    expect(rated.ratePerSecond.at(-1)).toBeCloseTo(1 / 600, 10);
+  });
+
+  it('keeps the sampled history in Redis, capped, and reads it back when restarted', async () => {
+    scenario = await startScenario('dash-restart', { acme: 3 });
+    const first = await startDashboard({ prefix: scenario.bed.prefix, historySamples: 5 });
+    const before = await waitUntil('five samples', async () => {
+      const history = (await getJson<WireOverviewWithHistory>(`${first.url}/api/overview`)).body.history[THROTTLE]?.['600000'];
+      return history && history.t.length >= 5 ? done(history) : notYet(`${history?.t.length ?? 0} samples`);
+    }, { timeoutMs: 20_000 });
+    await first.close();
+    const key = scenario.admin.keys.dashboardHistory;
+    expect(key).toBe(`${scenario.bed.prefix}::throttle:{${encodeURIComponent(scenario.bed.prefix)}}::dashboard:history`);
+    // Capped at historySamples entries, and lapsing once no dashboard writes.
+    expect(await scenario.redis.llen(key)).toBe(5);
+    expect(await scenario.redis.pttl(key)).toBeGreaterThan(0);
+
+    const second = await startDashboard({ prefix: scenario.bed.prefix, historySamples: 5 });
+    closers.push(() => second.close());
+    const after = (await getJson<WireOverviewWithHistory>(`${second.url}/api/overview`)).body;
+    // The first answer already holds what the first dashboard sampled (it may have sampled once more before closing).
+    const restored = after.history[THROTTLE]['600000'].t;
+    expect(restored).toEqual(expect.arrayContaining(before.t.slice(-3)));
+    expect(after.flowHistory[THROTTLE].t).toEqual(expect.arrayContaining(before.t.slice(-3)));
+    expect(restored.length).toBeLessThanOrEqual(5);
   });
 });

@@ -1,42 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { launchBrowser, TestBrowser } from '../support/browser';
 import { waitFor } from '../support/bullmq';
-import { done, notYet, waitUntil } from '../support/waitUntil';
+import { ARTIFACTS, attributeAtLeast, collectErrors, drawnPixels, expectText, text } from './pageChecks';
 import { DashboardServer, EXPECTED, QUEUE, Scenario, startDashboard, startScenario, THROTTLE } from './scenario';
 
-const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
-
-async function text(page: Page, selector: string): Promise<string> {
-  return (await page.locator(selector).first().textContent())?.trim() ?? '';
-}
-
-/** Waits for the element's text to be `expected`: the page fills in as data arrives. */
-async function expectText(page: Page, selector: string, expected: string | RegExp): Promise<void> {
-  await waitUntil(`${selector} to read ${String(expected)}`, async () => {
-    const got = (await page.locator(selector).first().textContent({ timeout: 1000 }))?.trim() ?? '';
-    return (typeof expected === 'string' ? got === expected : expected.test(got)) ? done(got) : notYet(`it reads '${got}'`);
-  }, { timeoutMs: 20_000, intervalMs: 100 });
-}
-
-/** Waits for an attribute, read as a number, to pass `atLeast`. */
-async function attributeAtLeast(page: Page, selector: string, name: string, atLeast: number): Promise<number> {
-  return waitUntil(`${selector} ${name} >= ${atLeast}`, async () => {
-    const value = Number(await page.locator(selector).first().getAttribute(name, { timeout: 1000 }));
-    return value >= atLeast ? done(value) : notYet(`${name} is ${value}`);
-  }, { timeoutMs: 20_000, intervalMs: 100 });
-}
-
-/** Pixels the chart's canvas has drawn (not transparent). The page's types are the browser's, which the tests are not compiled with. */
-function drawnPixels(page: Page, selector: string): Promise<number> {
-  return page.$eval(selector, (canvas: any) => {
-    const data: Uint8ClampedArray = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let drawn = 0;
-    for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) drawn++;
-    return drawn;
-  });
-}
 
 // The dashboard in headless Chromium against a live scenario with known answers: the overview's figures and
 // charts, a bucket's page, a job's, and a pause clicked on the page that stops that bucket's deliveries only.
@@ -57,8 +25,7 @@ describe('dashboard in a browser', () => {
     dashboard = await startDashboard({ prefix: scenario.bed.prefix, writes: true });
     browser = await launchBrowser();
     const page = await browser.browser.newPage({ viewport: { width: 1280, height: 1300 } });
-    const pageErrors: string[] = [];
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    const pageErrors = collectErrors(page);
     await page.goto(`${dashboard.url}/`);
 
     // The overview: the queue's held jobs, the throttle's buckets and its top waiting bucket.
@@ -67,12 +34,18 @@ describe('dashboard in a browser', () => {
     await expectText(page, `${card} [data-field="activeBuckets"]`, String(EXPECTED.activeBuckets));
     await expectText(page, `${card} [data-field="waiting"]`, String(EXPECTED.waiting));
     await expectText(page, `${card} [data-field="tokensExpired"]`, '0');
-    await expectText(page, `${card} [data-field="lastWindow-600000"]`, String(EXPECTED.delivered));
+    await expectText(page, `${card} [data-field="lastWindow-600000"]`, `${EXPECTED.delivered} in the last 10m, all buckets`);
     await expectText(page, `${card} [data-field="limitSource"]`, `declared by 1 live worker(s) on ${QUEUE}`);
-    await expectText(page, `${card} [data-field="topBuckets"] tbody tr:first-child`, `acme${EXPECTED.acmeWaiting}`);
+    await expectText(page, `${card} [data-field="topBuckets"] tbody tr:first-child td:nth-child(2)`, String(EXPECTED.acmeWaiting));
+    expect(await text(page, `${card} [data-field="topBuckets"] tbody tr:first-child td:first-child`)).toBe('acme');
+    // 120 jobs at 2 per 10m (0.00333/s) per bucket: the longest bucket drains in about 10 hours.
+    await expectText(page, `${card} [data-field="drain"]`, /^drains in ~(9h 5\dm|10h( \dm)?) at 0\.00333\/s$/);
+    expect(await page.getAttribute(card, 'data-state')).toBe('at-limit');
     await expectText(page, `[data-queue="${QUEUE}"] [data-field="throttled"]`, String(EXPECTED.waiting));
     await expectText(page, `[data-queue="${QUEUE}"] [data-field="heldByFullBuckets"]`, String(EXPECTED.waiting));
-    await expectText(page, `[data-queue="${QUEUE}"] [data-field="oldestHeld"]`, /^\d+ (ms|s)$/);
+    await expectText(page, `[data-queue="${QUEUE}"] [data-field="oldestHeld"]`, /^\d+(\.\d)?(ms|s)$/);
+    // A live ThrottledWorker delivers the queue's held jobs: the server would refuse a release, so none is offered.
+    expect(await page.locator('[data-action="release"]').count()).toBe(0);
     await expectText(page, '#status', /^live · /);
 
     // The chart draws a point per sample, and more arrive without reloading (server-sent events). Against the
@@ -99,7 +72,7 @@ describe('dashboard in a browser', () => {
     await expectText(page, '[data-field="counted"]', '2/2');
     await expectText(page, '[data-field="waiting"]', String(EXPECTED.acmeWaiting));
     await expectText(page, '[data-field="bindingNow"]', '2 per 10m');
-    await expectText(page, '[data-field="roomReturns"]', /^in \d+ min/);
+    await expectText(page, '[data-field="roomReturns"]', /^in \d+m/);
     await expectText(page, `[data-field="jobs"] [data-queue="${QUEUE}"] h3`, `queue ${QUEUE}: ${EXPECTED.acmeWaiting} waiting (the first 20)`);
     expect(await page.locator('a[data-job]').count()).toBe(20);
     expect(await text(page, 'a[data-job]')).toBe(scenario.jobIds.acme[2]);
@@ -115,12 +88,19 @@ describe('dashboard in a browser', () => {
     // epsilon (also 1 of 2): epsilon's goes, delta's is held by the pause.
     await page.goto(`${dashboard.url}/#/bucket?throttle=${THROTTLE}&key=${encodeURIComponent('["delta"]')}`);
     await expectText(page, '[data-field="counted"]', '1/2');
+    expect(await page.isVisible('[data-action="resume"]')).toBe(false);
+    // An empty duration pauses until resumed: the page asks first, naming that, and nothing is written before.
     await page.click('[data-action="pause"]');
+    await expectText(page, '[data-role="confirm"] [data-field="question"]', /^Pause this bucket of per-customer until resumed\?/);
+    expect((await scenario.admin.throttleBucket(THROTTLE, ['delta'])).paused).toBeNull();
+    await page.click('[data-role="confirm"] [data-action="confirm"]');
     await expectText(page, '[data-role="result"]', 'pause this bucket: done');
     const pausedAfter = scenario.delivered.length;
     expect((await scenario.admin.throttleBucket(THROTTLE, ['delta'])).paused).toEqual({ until: null });
     await expectText(page, '[data-field="paused"]', 'paused until resumed');
     await expectText(page, '[data-field="roomReturns"]', 'when resumed');
+    expect(await page.getAttribute('section.bucket', 'data-state')).toBe('paused');
+    await page.waitForSelector('[data-action="resume"]', { state: 'visible' });
     const [deltaJob] = await scenario.queue.addBulk([{ name: 'call', data: { customer: 'delta' } }]);
     const [epsilonJob] = await scenario.queue.addBulk([{ name: 'call', data: { customer: 'epsilon' } }]);
     await waitFor(() => scenario!.delivered.some((d) => d.id === epsilonJob.id), 20_000, "epsilon's new job delivered");

@@ -84,7 +84,8 @@ export function registerDashboard(program: Command): void {
     .option('--queue <name...>', 'queues to show even with no live ThrottledWorker (to release what a crashed worker left held)')
     .addHelpText('after', `
 The page refreshes by itself (server-sent events, once a second). Its charts
-sample each throttle's statistics once a second from the moment the dashboard
-starts; no bucket is ever scanned. Read-only unless --writes.`)
+sample each throttle's statistics once a second and keep the last hour in Redis,
+so a restarted dashboard shows it again; no bucket is ever scanned. Read-only
+unless --writes.`)
     .action(async (options: DashboardCommandOptions, command: Command) => runDashboard(options, command));
 }

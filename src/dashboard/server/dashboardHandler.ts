@@ -4,6 +4,7 @@ import { DashboardRequestError } from '../../errors/DashboardRequestError';
 import { InvalidOptionError } from '../../errors/InvalidOptionError';
 import { closeClient, ConnectionInput, openClient } from '../../redis/connection';
 import { DeliveryHistory } from './history';
+import { HistoryStore } from './historyStore';
 import { sendError } from './httpReplies';
 import { readOverview } from './readOverview';
 import { dashboardPath, normalBasePath } from './requestPath';
@@ -31,7 +32,7 @@ export interface DashboardOptions {
   queues?: string[];
   /** How often the statistics are sampled for the charts and sent to open pages (ms; default 1000). */
   sampleEveryMs?: number;
-  /** Samples kept per limit for the charts (default 300: five minutes at one a second). */
+  /** Samples kept per limit for the charts, in memory and in Redis (default 3600: an hour at one a second). */
   historySamples?: number;
 }
 
@@ -64,14 +65,15 @@ function checkedOptions(options: DashboardOptions) {
     writes: options.writes === true,
     basePath: options.basePath === undefined ? undefined : normalBasePath(options.basePath),
     sampleEveryMs: positiveWhole('sampleEveryMs', options.sampleEveryMs, 1000),
-    historySamples: positiveWhole('historySamples', options.historySamples, 300),
+    historySamples: positiveWhole('historySamples', options.historySamples, 3600),
   };
 }
 
 /**
  * The dashboard: its page, the JSON it reads, live updates (server-sent events) and, with `writes`, the
  * admin's writes. It reads through a ThrottleAdmin of its own, samples the throttles' statistics once a
- * second from the start (the charts' history) and never scans buckets. It has no authentication of its own:
+ * second (the charts' history, kept in Redis beside the namespace's throttles, so that it outlives a restart)
+ * and never scans buckets. It has no authentication of its own:
  * mount it behind the app's.
  */
 export function createDashboardHandler(options: DashboardOptions): DashboardHandler {
@@ -82,9 +84,12 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
     ...(options.grantor ? { grantor: options.grantor } : {}),
   });
   const history = new DeliveryHistory(checked.historySamples, checked.sampleEveryMs);
+  // The history is the namespace's: with a grantor, on the Redis that counts the throttles.
+  const namespaceConnection = options.grantor ? openClient(options.grantor.connection, { maxRetriesPerRequest: null }) : undefined;
+  const store = new HistoryStore((namespaceConnection ?? connection).client, admin.keys.dashboardHistory, checked.historySamples, checked.historySamples * checked.sampleEveryMs);
   const streams = new EventStreams();
   const listedQueues = [...(options.queues ?? [])];
-  const sampler = new OverviewSampler({ read: ({ queues }) => readOverview(admin, listedQueues, { queues }), history, streams, everyMs: checked.sampleEveryMs, writes: checked.writes });
+  const sampler = new OverviewSampler({ read: ({ queues }) => readOverview(admin, listedQueues, { queues }), history, store, streams, everyMs: checked.sampleEveryMs, writes: checked.writes });
   const context = { admin, client: connection.client, sampler, history, streams, writes: checked.writes, sampleEveryMs: checked.sampleEveryMs, historySamples: checked.historySamples };
   sampler.start();
   let closing: Promise<void> | undefined;
@@ -100,10 +105,12 @@ export function createDashboardHandler(options: DashboardOptions): DashboardHand
   }) as DashboardHandler;
   handler.close = () => {
     closing ??= (async () => {
-      sampler.stop();
+      const lastWrite = sampler.stop();
       streams.close();
+      await lastWrite;
       await admin.close();
       await closeClient(connection);
+      if (namespaceConnection) await closeClient(namespaceConnection);
     })();
     return closing;
   };

@@ -3,6 +3,7 @@ import type { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { DashboardRequestError } from '../../errors/DashboardRequestError';
 import type { RedisClient } from '../../redis/connection';
 import type { WireBucketPage, WireOverviewWithHistory } from '../wire';
+import { bucketState } from '../state';
 import { readBucketJobs } from './bucketJobs';
 import type { DeliveryHistory } from './history';
 import { sendError, sendJson } from './httpReplies';
@@ -50,8 +51,10 @@ async function serveStatic(res: ServerResponse, name: string, base: string): Pro
 }
 
 async function overview(context: DashboardContext): Promise<WireOverviewWithHistory> {
+  // A page opened right after a restart gets the history read back from Redis, not an empty one.
+  await context.sampler.restored;
   const current = await context.sampler.current();
-  return { ...current, history: context.history.snapshot(), sampleEveryMs: context.sampleEveryMs, historySamples: context.historySamples };
+  return { ...current, ...context.history.snapshot(), sampleEveryMs: context.sampleEveryMs, historySamples: context.historySamples };
 }
 
 async function bucketPage(context: DashboardContext, query: URLSearchParams): Promise<WireBucketPage> {
@@ -61,7 +64,9 @@ async function bucketPage(context: DashboardContext, query: URLSearchParams): Pr
     context.admin.throttleBucket(throttle, key),
     readBucketJobs(context.admin, context.client, throttle, key, BUCKET_JOBS_SHOWN),
   ]);
-  return { bucket, jobs };
+  // A recovery hold is the throttle's: the sampler's last read (about a second old) says whether one is on.
+  const recovering = Boolean(context.sampler.latest?.throttles.find((t) => t.name === throttle)?.recoveryHold);
+  return { bucket, jobs, state: bucketState(bucket, recovering) };
 }
 
 /** Answers one request under the dashboard's path. Resolves false when the path is none of its own. */

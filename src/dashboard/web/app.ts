@@ -19,7 +19,7 @@ interface View {
 const viewRoot = document.getElementById('view')!;
 const status = document.getElementById('status')!;
 let overview: WireOverview | undefined;
-let history = new ClientHistory(300, 1000);
+let history = new ClientHistory(3600, 1000);
 let view: View | undefined;
 
 function setStatus(state: 'live' | 'lost' | 'error', text: string): void {
@@ -54,7 +54,7 @@ function received(next: WireOverview): void {
 async function reload(): Promise<void> {
   const first = await getJson<WireOverviewWithHistory>('overview');
   history = new ClientHistory(first.historySamples, first.sampleEveryMs);
-  history.seed(first.history);
+  history.seed(first.history, first.flowHistory);
   const writesChanged = overview?.writes !== first.writes;
   overview = first;
   if (writesChanged || !view) show();

@@ -1,26 +1,21 @@
 import type { WireKeyValue } from '../wire';
-import { formatWindow, windowTextMs } from '../../declarations/windowText';
+import { formatDuration, formatWindow, windowTextMs } from '../../declarations/windowText';
 
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
-// A window as declarations write it: '1s', '10m', '1h', '250ms'.
-export { formatWindow };
+// A window as declarations write it: '1s', '10m', '1h', '250ms'; a span of time as people write it, as the CLI
+// does: '850ms', '12.3s', '4m 57s', '3h 5m'.
+export { formatDuration, formatWindow };
 
 export function formatLimit(limit: { max: number; windowMs: number }): string {
   return `${formatCount(limit.max)} per ${formatWindow(limit.windowMs)}`;
 }
 
-/** A span of time, to the unit that matters: '420 ms', '12 s', '3 min 5 s', '2 h 10 min'. */
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 === 0 ? `${m} min` : `${m} min ${s % 60} s`;
-  const hours = Math.floor(m / 60);
-  return m % 60 === 0 ? `${hours} h` : `${hours} h ${m % 60} min`;
+/** A rate per second to three significant figures: '5/s', '12.3/s', '0.00333/s'. */
+export function formatPerSecond(perSecond: number): string {
+  return `${perSecond.toLocaleString('en-US', { maximumSignificantDigits: 3 })}/s`;
 }
 
 /** A bucket's key as people read it: its values; the unkeyed throttle's one bucket; the bucket of jobs missing the key. */

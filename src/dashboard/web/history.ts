@@ -1,12 +1,14 @@
+import { emptyFlowSeries, flowSample, pushFlowSample } from '../flowSeries';
 import { emptySeries, limitSamples, pushSample } from '../series';
-import type { WireHistory, WireOverview, WireSeries } from '../wire';
+import type { WireFlowHistory, WireFlowSeries, WireHistory, WireOverview, WireSeries } from '../wire';
 
 /**
  * The charts' samples on the page: seeded with the server's history when the page loads, then one sample per
- * overview the server sends (about one a second), so that a chart draws the last minutes at once and moves on.
+ * overview the server sends (about one a second), so that a chart draws the history at once and moves on.
  */
 export class ClientHistory {
   private series: WireHistory = {};
+  private flows: WireFlowHistory = {};
 
   constructor(private readonly capacity: number, private readonly sampleEveryMs: number) {}
 
@@ -15,8 +17,9 @@ export class ClientHistory {
     return this.capacity * this.sampleEveryMs;
   }
 
-  seed(history: WireHistory): void {
+  seed(history: WireHistory, flows: WireFlowHistory): void {
     this.series = structuredClone(history);
+    this.flows = structuredClone(flows);
   }
 
   append(overview: WireOverview): void {
@@ -25,10 +28,15 @@ export class ClientHistory {
       for (const sample of limitSamples(throttle, overview.busiest[throttle.name])) {
         pushSample((limits[String(sample.windowMs)] ??= emptySeries()), throttle.at, sample, this.capacity);
       }
+      pushFlowSample((this.flows[throttle.name] ??= emptyFlowSeries()), throttle.at, flowSample(throttle), this.capacity);
     }
   }
 
   of(throttle: string, windowMs: number): WireSeries {
     return this.series[throttle]?.[String(windowMs)] ?? emptySeries();
+  }
+
+  flowOf(throttle: string): WireFlowSeries {
+    return this.flows[throttle] ?? emptyFlowSeries();
   }
 }

@@ -1,9 +1,11 @@
 import { getJson } from '../api';
+import { bucketDrain } from '../drain';
 import { fill, h } from '../dom';
 import { formatCount, formatKey, formatLimit, formatUntil, formatWindow } from '../format';
 import { jobHref } from '../router';
-import type { WireBucket, WireBucketPage, WireKeyValue } from '../../wire';
-import { throttleControls } from './writeControls';
+import type { WireBucket, WireBucketPage, WireKeyValue, WireOverview } from '../../wire';
+import { scrolling, stat, STATE_TEXT } from './parts';
+import { ThrottleControls } from './writeControls';
 
 function countsTable(b: WireBucket): HTMLElement {
   const rows = [
@@ -20,9 +22,9 @@ function countsTable(b: WireBucket): HTMLElement {
       h('td', { class: 'num' }, `${formatCount(b.inFlight.counted)}/${formatCount(b.inFlight.max)} in flight`),
       h('td', {}, b.inFlight.leased > 0 ? `${formatCount(b.inFlight.leased)} held by leased workers` : '')) : null,
   ];
-  return h('table', { class: 'limits' },
+  return scrolling(h('table', { class: 'limits' },
     h('thead', {}, h('tr', {}, h('th', {}, 'limit'), h('th', { class: 'num' }, 'counted now'), h('th', {}, 'room'))),
-    h('tbody', {}, rows));
+    h('tbody', {}, rows)));
 }
 
 /** When room returns: nextRoomAt counts a pause with an end in; one without an end has no time to show. */
@@ -31,13 +33,16 @@ function roomReturns(b: WireBucket): string {
   return b.nextRoomAt > b.at ? formatUntil(b.nextRoomAt, b.at) : 'now';
 }
 
-function summary(b: WireBucket): HTMLElement {
-  return h('div', { class: 'stats' },
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'waiting' }, formatCount(b.waiting)), h('span', { class: 'label' }, 'jobs waiting')),
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'bindingNow' }, b.bindingNow ?? 'nothing'), h('span', { class: 'label' }, 'holds it back')),
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'roomReturns' }, roomReturns(b)), h('span', { class: 'label' }, 'room returns')),
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'paused' }, b.paused ? `paused ${formatUntil(b.paused.until, b.at)}` : 'no'), h('span', { class: 'label' }, 'paused')),
-    h('div', { class: 'stat' }, h('span', { class: 'value', 'data-field': 'limitSource' }, b.limitSource), h('span', { class: 'label' }, 'limits from')));
+function summary(b: WireBucket): (HTMLElement | null)[] {
+  return [
+    h('div', { class: 'stats' },
+      stat('waiting', 'jobs waiting', b.waiting),
+      stat('bindingNow', 'holds it back', b.bindingNow ?? 'nothing'),
+      stat('roomReturns', 'room returns', roomReturns(b)),
+      stat('paused', 'paused', b.paused ? `paused ${formatUntil(b.paused.until, b.at)}` : 'no'),
+      stat('limitSource', 'limits from', b.limitSource)),
+    b.waiting === 0 ? null : h('p', { class: 'backlog', 'data-field': 'backlog' }, `backlog ${formatCount(b.waiting)} job(s) `, h('span', { 'data-field': 'drain' }, bucketDrain(b).text)),
+  ];
 }
 
 function jobsList(page: WireBucketPage): HTMLElement {
@@ -47,28 +52,50 @@ function jobsList(page: WireBucketPage): HTMLElement {
     h('ul', { class: 'ids' }, q.ids.map((id) => h('li', {}, h('a', { href: jobHref(q.queue, id), 'data-job': id }, id)))))));
 }
 
-/** One bucket: counted per limit, rate, in flight, its waiting jobs and when room returns; refreshed with each update. */
+/**
+ * One bucket: its state (colour and data-state), counted per limit, rate, in flight, its backlog and when it
+ * drains, its waiting jobs and when room returns; refreshed with each update.
+ */
 export class BucketView {
   readonly element: HTMLElement;
+  private readonly badge = h('span', { class: 'badge', 'data-field': 'state' });
+  private readonly title = h('span', { class: 'name' });
   private readonly body = h('div', { class: 'figures' }, h('p', { class: 'muted' }, 'reading…'));
   private readonly key: WireKeyValue[] | null;
+  private readonly controls: ThrottleControls | undefined;
   private reading = false;
+  /** Whether the throttle pauses every bucket (from the overview): the bucket's Resume would not lift that. */
+  private throttlePaused = false;
 
   constructor(private readonly throttle: string, private readonly keyText: string | null, writes: boolean) {
     this.key = keyText === null ? null : (JSON.parse(keyText) as WireKeyValue[] | null);
+    this.controls = writes ? new ThrottleControls(keyText === null ? { throttle, key: null } : { throttle, key: this.key }, 'this bucket', () => this.update()) : undefined;
     this.element = h('section', { class: 'card bucket', 'data-throttle': throttle },
       h('p', {}, h('a', { href: '#/' }, '← overview')),
-      h('h2', {}, `bucket ${formatKey(this.key)} of throttle ${throttle}`),
+      h('h2', {}, this.title, this.badge),
       this.body,
-      writes ? throttleControls(keyText === null ? { throttle, key: null } : { throttle, key: this.key }, 'this bucket', () => this.update()) : null);
+      this.controls?.element);
+    this.title.textContent = `bucket ${formatKey(this.key)} of throttle ${throttle}`;
     this.update();
   }
 
-  update(): void {
+  private show(page: WireBucketPage): void {
+    // Without a key in the URL, the server answers an unkeyed throttle's one bucket (key []), which it names.
+    this.title.textContent = `bucket ${formatKey(page.bucket.key)} of throttle ${this.throttle}`;
+    this.element.dataset.state = page.state;
+    this.badge.textContent = STATE_TEXT[page.state];
+    fill(this.body, countsTable(page.bucket), summary(page.bucket), jobsList(page));
+    // A bucket's own pause is lifted by its Resume; the throttle's pause of every bucket only by the throttle's.
+    this.controls?.update({ paused: page.bucket.paused !== null && !this.throttlePaused, overridden: page.bucket.limitSource === 'override' });
+  }
+
+  update(overview?: WireOverview): void {
+    const throttle = overview?.throttles.find((t) => t.name === this.throttle);
+    if (throttle) this.throttlePaused = Boolean(throttle.paused?.all);
     if (this.reading) return;
     this.reading = true;
     getJson<WireBucketPage>('bucket', { throttle: this.throttle, ...(this.keyText === null ? {} : { key: this.keyText }) })
-      .then((page) => fill(this.body, countsTable(page.bucket), summary(page.bucket), jobsList(page)))
+      .then((page) => this.show(page))
       .catch((error: Error) => fill(this.body, h('p', { class: 'error', role: 'alert' }, error.message)))
       .finally(() => { this.reading = false; });
   }

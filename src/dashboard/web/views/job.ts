@@ -3,6 +3,7 @@ import { fill, h } from '../dom';
 import { formatKey, formatUntil } from '../format';
 import { bucketHref, jobHref } from '../router';
 import type { WireJob } from '../../wire';
+import { scrolling } from './parts';
 
 /** roomAt is null both when nothing holds the job and when a pause without an end does: only the second waits on a resume. */
 function roomReturns(job: WireJob): string {
@@ -16,14 +17,14 @@ function explanation(job: WireJob): HTMLElement[] {
     h('p', { class: 'reason', 'data-field': 'reason' }, job.reason),
     h('p', {}, `state: `, h('b', { 'data-field': 'state' }, job.state),
       roomReturns(job)),
-    job.buckets.length === 0 ? h('p', { class: 'muted' }, 'it draws from no bucket') : h('table', { class: 'limits' },
+    job.buckets.length === 0 ? h('p', { class: 'muted' }, 'it draws from no bucket') : scrolling(h('table', { class: 'limits' },
       h('thead', {}, h('tr', {}, h('th', {}, 'throttle'), h('th', {}, 'bucket'), h('th', {}, 'counted'), h('th', {}, 'holds it back'), h('th', {}, ''))),
       h('tbody', {}, job.buckets.map((b) => h('tr', { class: b.holdsIt ? 'holds' : '' },
         h('td', {}, b.throttle),
         h('td', {}, h('a', { href: bucketHref(b.throttle, b.key) }, formatKey(b.key))),
         h('td', {}, b.limits.map((l) => `${l.counted}/${l.max}`).join(', ')),
         h('td', {}, b.bindingNow ?? 'nothing'),
-        h('td', {}, b.holdsIt ? 'holds it' : ''))))),
+        h('td', {}, b.holdsIt ? 'holds it' : '')))))),
   ];
 }
 

@@ -3,9 +3,22 @@ import { formatCount, formatDuration } from '../format';
 import type { ClientHistory } from '../history';
 import type { WireOverview, WireQueue } from '../../wire';
 import { ThrottleCard } from './throttleCard';
+import { scrolling, STATE_TEXT } from './parts';
 import { releaseControl } from './writeControls';
 
-function queueRow(q: WireQueue, release: HTMLElement | null): HTMLElement {
+/** The colours' key, once above the cards. */
+function stateLegend(): HTMLElement {
+  return h('ul', { class: 'legend', 'aria-label': 'states' },
+    (Object.keys(STATE_TEXT) as (keyof typeof STATE_TEXT)[]).map((state) => h('li', { 'data-state': state }, h('span', { class: 'swatch' }), STATE_TEXT[state])));
+}
+
+/** releaseHeld refuses while a ThrottledWorker of the queue is live, and has nothing to do with nothing held. */
+function releasable(q: WireQueue): boolean {
+  return q.throttledWorkers === 0 && q.throttled > 0;
+}
+
+/** `release`: the queue's release control where writes are on (null where it is not offered), undefined where they are off. */
+function queueRow(q: WireQueue, release: HTMLElement | null | undefined): HTMLElement {
   const counts = ['wait', 'prioritized', 'active', 'delayed', 'completed', 'failed']
     .filter((state) => (q.counts[state] ?? 0) > 0)
     .map((state) => `${state} ${formatCount(q.counts[state])}`).join(' · ');
@@ -16,7 +29,7 @@ function queueRow(q: WireQueue, release: HTMLElement | null): HTMLElement {
     h('td', { class: 'num', 'data-field': 'oldestHeld' }, q.oldestHeldMs === null ? '—' : formatDuration(q.oldestHeldMs)),
     h('td', {}, `${q.throttledWorkers} throttled${q.plainWorkers ? `, ${q.plainWorkers} plain (unthrottled!)` : ''}`),
     h('td', { class: 'muted' }, counts || 'no jobs'),
-    release ? h('td', {}, release) : null);
+    release === undefined ? null : h('td', {}, release));
 }
 
 /**
@@ -35,13 +48,14 @@ export class OverviewView {
     this.header = h('tr', {}, h('th', {}, 'queue'), h('th', { class: 'num' }, 'held'), h('th', { class: 'num' }, 'by full buckets'),
       h('th', { class: 'num' }, 'oldest waiting'), h('th', {}, 'workers'), h('th', {}, 'bullmq'), writes ? h('th', {}, '') : null);
     this.element = h('div', { class: 'overview' },
-      h('section', { class: 'card' }, h('h2', {}, 'Queues'), h('table', { class: 'queues' }, h('thead', {}, this.header), this.queueBody)),
+      h('section', { class: 'card' }, h('h2', {}, 'Queues'), scrolling(h('table', { class: 'queues' }, h('thead', {}, this.header), this.queueBody))),
+      h('div', { class: 'throttles-head' }, h('h2', {}, 'Throttles'), stateLegend()),
       this.throttleList);
   }
 
   update(overview: WireOverview): void {
     fill(this.queueBody, overview.queues.length > 0
-      ? overview.queues.map((q) => queueRow(q, this.writes ? this.releaseOf(q.queue) : null))
+      ? overview.queues.map((q) => queueRow(q, this.writes ? (releasable(q) ? this.releaseOf(q.queue) : null) : undefined))
       : h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'no queue with a live ThrottledWorker')));
     const names = new Set(overview.throttles.map((t) => t.name));
     for (const [name, card] of this.cards) {

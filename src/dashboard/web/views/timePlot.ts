@@ -16,28 +16,46 @@ export interface PlotSeries {
   value?: (value: number, index: number) => string;
 }
 
+export interface PlotOptions {
+  height: number;
+  /** The most the x axis spans: the history's length. */
+  spanMs: number;
+  /** Pixels between the y axis' ticks: less on a short chart, so that it shows more than 0. */
+  ySpace?: number;
+  /** A y axis of rates (0.02/s) rather than counts: ticks between whole numbers, and a scale that does not start at 1. */
+  fractional?: boolean;
+}
+
+/** The least the x axis spans, so that the first two samples, a second apart, do not fill a chart edge to edge. */
+const MIN_SPAN_S = 5;
+
 /**
- * A uPlot chart of counts over the last `spanMs` (Redis-clock times in ms): the x axis always spans the
- * history's length, so that a short history does not zoom in, and its ticks read HH:MM:SS only, so that
- * uPlot's date-and-time labels do not run into each other on a narrow card. Null values are gaps.
+ * A uPlot chart over time (Redis-clock times in ms). The x axis spans the samples present, up to the
+ * history's length: fresh data fills the chart rather than hugging the right edge of an hour. Its ticks read
+ * HH:MM:SS only, so that uPlot's date-and-time labels do not run into each other on a narrow card. Null
+ * values are gaps.
  */
 export class TimePlot {
   private plot: uPlot | undefined;
-  private readonly onResize = () => this.plot?.setSize({ width: this.width(), height: this.height });
+  private readonly onResize = () => this.plot?.setSize({ width: this.width(), height: this.options.height });
 
   constructor(
     readonly element: HTMLElement,
     private readonly series: PlotSeries[],
-    private readonly height: number,
-    private readonly spanMs: number,
-    /** Pixels between the count axis' ticks: less on a short chart, so that it shows more than 0. */
-    private readonly ySpace = 30,
+    private readonly options: PlotOptions,
   ) {
     window.addEventListener('resize', this.onResize);
   }
 
+  private xRange(min: number | null, max: number | null): uPlot.Range.MinMax {
+    if (min === null || max === null) return [0, MIN_SPAN_S];
+    const from = Math.max(min, max - this.options.spanMs / 1000);
+    return [Math.min(from, max - MIN_SPAN_S), max];
+  }
+
   private width(): number {
-    return Math.max(240, this.element.clientWidth || 420);
+    // The card's width: a narrow screen gets a narrow chart, not one that spills out of its card.
+    return Math.max(200, this.element.clientWidth || 420);
   }
 
   update(t: readonly number[], values: (number | null)[][]): void {
@@ -49,12 +67,13 @@ export class TimePlot {
       return;
     }
     // Built once attached, so that it takes the width the layout gives it.
+    const fractional = this.options.fractional === true;
     this.plot = new uPlot({
       width: this.width(),
-      height: this.height,
+      height: this.options.height,
       scales: {
-        x: { time: true, range: (_u, _min, max) => [max - this.spanMs / 1000, max] },
-        y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.15] },
+        x: { time: true, range: (_u, min, max) => this.xRange(min, max) },
+        y: { range: (_u, _min, max) => [0, Math.max(fractional ? 1e-3 : 1, max ?? 0) * 1.15] },
       },
       series: [
         { value: (u, seconds, _si, index) => {
@@ -79,7 +98,9 @@ export class TimePlot {
       ],
       axes: [
         { stroke: '#64748b', space: 80, size: 28, values: (_u, splits) => splits.map((seconds) => clock(seconds * 1000)) },
-        { stroke: '#64748b', size: 50, space: this.ySpace, incrs: COUNT_STEPS },
+        fractional
+          ? { stroke: '#64748b', size: 60, space: this.options.ySpace ?? 30, values: (_u, splits) => splits.map((v) => v.toLocaleString('en-US', { maximumSignificantDigits: 3 })) }
+          : { stroke: '#64748b', size: 50, space: this.options.ySpace ?? 30, incrs: COUNT_STEPS },
       ],
       cursor: { drag: { x: false, y: false } },
     }, data, this.element);
