@@ -31,7 +31,7 @@ import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './namespaceRecovery';
 import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
-import { LateStartQueue, markPutBackQuietly, returnLateStartQuietly } from './lateStartReturn';
+import { LatePutBacks } from './latePutBacks';
 import { PauseNotice } from './pauseNotice';
 import { HeldNotice } from './heldNotice';
 import { EmitThrottleEvent } from './throttleEvents';
@@ -398,43 +398,24 @@ export class ThrottleGate implements Gate {
     return reply;
   }
 
-  /**
-   * The processor is about to start on the job: its delivery when it came too late to start. The job is marked
-   * put back at once (putBackReady waits for the mark); what it was counted in goes back once bullmq has moved
-   * it to wait (putBackDone), so that its room returns when the job is there, first, to take it.
-   */
+  /** The processor is about to start on the job: its delivery when it came too late to start (then put back: latePutBacks). */
   lateStart(jobId: string | undefined): LateDelivery | undefined {
     const late = this.deadlines.lateStart(jobId);
     if (late) {
       this.recovery.putBack(late.ticket, late.repliedAt);
-      const marking = markPutBackQuietly(this.runner, this.lateStartQueue(), late.jobId, this.options.logger, this.options.queue);
-      this.puttingBack.set(late.jobId, { late, marking });
+      this.latePutBacks.begin(late);
     }
     return late;
   }
 
-  /** Before bullmq moves a job lateStart refused back to wait: its mark is there. */
-  async putBackReady(jobId: string | undefined): Promise<void> {
-    await (jobId === undefined ? undefined : this.puttingBack.get(jobId)?.marking);
-  }
-
-  /**
-   * Once bullmq has moved it back to wait (or failed to: the job's lock lost, it is back in wait by the stalled
-   * check, its tokens counting until they expire would only waste room): what it was counted in goes back.
-   */
-  putBackDone(jobId: string | undefined): void {
-    const putting = jobId === undefined ? undefined : this.puttingBack.get(jobId);
-    if (!putting) return;
-    this.puttingBack.delete(jobId!);
-    void returnLateStartQuietly(this.delivery, this.runner, this.lateStartQueue(), putting.late, this.options.logger, this.options.queue);
-  }
-
-  /** Jobs lateStart refused, until bullmq has moved them back to wait (a worker closing may leave some: a few bytes). */
-  private readonly puttingBack = new Map<string, { late: LateDelivery; marking: Promise<void> }>();
-
-  private lateStartQueue(): LateStartQueue {
-    return { keys: this.queueKeys, marker: () => this.backend!.keys.marker };
-  }
+  /** Jobs lateStart refused, through their put-back's steps (ThrottledWorker.handleFailed calls ready and moved). */
+  readonly latePutBacks = new LatePutBacks({
+    delivery: () => this.delivery,
+    runner: () => this.runner,
+    queue: () => ({ keys: this.queueKeys, marker: () => this.backend!.keys.marker }),
+    logger: this.options.logger,
+    queueName: this.options.queue,
+  });
 
   /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */
   private adoptDelivery(client: RedisClient): void {

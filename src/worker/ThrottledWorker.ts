@@ -227,7 +227,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     if (err instanceof LateStartError) {
       // Its concurrency goes while the job is still locked: back in wait it may be delivered again at once, and a
       // release after that would take the new delivery's count. It is marked to go first there too.
-      await Promise.all([this.gate.jobs.jobEnded(job.id), this.gate.putBackReady(job.id)]);
+      await Promise.all([this.gate.jobs.jobEnded(job.id), this.gate.latePutBacks.ready(job.id)]);
       released = true;
       // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
@@ -244,8 +244,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     } finally {
       if (!released) void this.gate.jobs.jobEnded(job.id);
-      // Back in wait, first: its room comes back now.
-      else this.gate.putBackDone(job.id);
+      // Back in wait, first: the rest of its put-back.
+      else this.gate.latePutBacks.moved(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }

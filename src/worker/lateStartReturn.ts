@@ -10,27 +10,13 @@ export interface LateStartQueue {
   marker(): string;
 }
 
-/**
- * A job whose processor did not start in time: what it was counted in goes back (Delivery.giveBackLate: the
- * counters' windows in exact delivery, the grantor's grants in leased), so that putting it back costs its
- * buckets nothing (without this, a limit of 3 per hour would lose an hour's room to a job that never ran); rates
- * keep what they granted (lua/includes/rateCounter.lua), and concurrency returns as the job ends. Then its
- * delivery stops counting in the queue's statistics (it counts once more when it is delivered again) and the
- * classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the queue's slot).
- */
-export async function returnLateStart(delivery: Delivery, queueRunner: ScriptRunner, queue: LateStartQueue, late: LateDelivery): Promise<void> {
-  const buckets = bucketsOfTicket(late.ticket);
-  if (buckets.length === 0) return;
-  await delivery.giveBackLate(late);
-  const statsKeys = buckets.flatMap((b) => {
-    const stats = queue.keys.throttleStats(b.name);
-    return [stats.stats, stats.recent];
-  });
-  await queueRunner.run(
-    'lateStartPutBack',
-    [queue.keys.wakeups, queue.keys.leaseRoom, queue.marker(), ...statsKeys],
-    [Math.floor(late.grantUs / 1000), ...buckets.map((b) => b.bucketId)],
-  );
+/** Where a put-back's steps run and report. */
+export interface PutBackContext {
+  delivery(): Delivery | undefined;
+  runner(): ScriptRunner | undefined;
+  queue(): LateStartQueue;
+  readonly logger: Logger;
+  readonly queueName: string;
 }
 
 /**
@@ -38,20 +24,50 @@ export async function returnLateStart(delivery: Delivery, queueRunner: ScriptRun
  * there, it goes first among its priority again, as bullmq places a job its processor rate-limited. A mark that
  * fails only costs the job its place (logged).
  */
-export function markPutBackQuietly(queueRunner: ScriptRunner | undefined, queue: LateStartQueue, jobId: string, logger: Logger, queueName: string): Promise<void> {
-  if (!queueRunner) return Promise.resolve();
-  return queueRunner.run('markPutBack', [queue.keys.putBack], [jobId]).then(() => undefined, (error: unknown) => {
-    logger.warn({ queue: queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
+export function markPutBack(context: PutBackContext, jobId: string): Promise<void> {
+  const runner = context.runner();
+  if (!runner) return Promise.resolve();
+  return runner.run('markPutBack', [context.queue().keys.putBack], [jobId]).then(() => undefined, (error: unknown) => {
+    context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
   });
 }
 
 /**
- * Returns without throwing: a return that fails only wastes room until the tokens expire (never lets more
- * through), and is logged. Resolves once the return is done or has failed.
+ * What the job was counted in goes back (Delivery.giveBackLate: the counters' windows in exact delivery, the
+ * grantor's grants in leased), so that putting it back costs its buckets nothing (without this, a limit of 3 per
+ * hour would lose an hour's room to a job that never ran); rates keep what they granted (lua/includes/
+ * rateCounter.lua), and concurrency returns as the job ends. A return that fails only wastes room until the
+ * tokens expire (never lets more through), and is logged; this never throws.
  */
-export function returnLateStartQuietly(delivery: Delivery | undefined, queueRunner: ScriptRunner | undefined, queue: LateStartQueue, late: LateDelivery, logger: Logger, queueName: string): Promise<void> {
-  if (!delivery || !queueRunner) return Promise.resolve();
-  return returnLateStart(delivery, queueRunner, queue, late).catch((error: unknown) => {
-    logger.warn({ queue: queueName, jobId: late.jobId, err: error }, 'could not give back the tokens of a job that did not start in time; they count until they expire');
+export async function giveBack(context: PutBackContext, late: LateDelivery): Promise<void> {
+  const delivery = context.delivery();
+  if (!delivery || bucketsOfTicket(late.ticket).length === 0) return;
+  await delivery.giveBackLate(late).catch((error: unknown) => {
+    context.logger.warn({ queue: context.queueName, jobId: late.jobId, err: error }, 'could not give back the tokens of a job that did not start in time; they count until they expire');
+  });
+}
+
+/**
+ * Once the job is back in wait: its delivery stops counting in the queue's statistics (it counts once more when
+ * it is delivered again) and the classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the
+ * queue's slot). Logged, never thrown: a failure leaves a statistic one too high and a class waiting until its
+ * own wakeup.
+ */
+export async function notePutBack(context: PutBackContext, late: LateDelivery): Promise<void> {
+  const runner = context.runner();
+  const buckets = bucketsOfTicket(late.ticket);
+  if (!runner || buckets.length === 0) return;
+  const queue = context.queue();
+  const { keys } = queue;
+  const statsKeys = buckets.flatMap((b) => {
+    const stats = keys.throttleStats(b.name);
+    return [stats.stats, stats.recent];
+  });
+  await runner.run(
+    'lateStartPutBack',
+    [keys.wakeups, keys.leaseRoom, queue.marker(), ...statsKeys],
+    [Math.floor(late.grantUs / 1000), ...buckets.map((b) => b.bucketId)],
+  ).catch((error: unknown) => {
+    context.logger.warn({ queue: context.queueName, jobId: late.jobId, err: error }, 'could not note a job put back for starting late');
   });
 }

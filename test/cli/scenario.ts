@@ -9,8 +9,10 @@ export type CliScenario = OrdersScenario;
 export const DELIVERED = 9;
 export const HELD = 122;
 
-export function startScenario(label: string): Promise<CliScenario> {
+/** `perCustomerWindow`: '1h' for a file of CLI processes, which can outlast a minute on a loaded machine. */
+export function startScenario(label: string, perCustomerWindow: '1m' | '1h' = '1m'): Promise<CliScenario> {
   return startOrdersScenario(label, {
+    perCustomerWindow,
     tail: Array.from({ length: 3 }, () => ({ name: 'charge', data: { customer: 7 } })),
     delivered: DELIVERED,
     held: HELD,

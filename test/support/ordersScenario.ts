@@ -24,6 +24,8 @@ export interface OrdersScenarioOptions {
   delivered?: number;
   held?: number;
   reports?: boolean;
+  /** per-customer's window ('1m' unless given): a file whose tests outlast a minute would see its buckets refill. */
+  perCustomerWindow?: '1m' | '1h';
 }
 
 export async function startOrdersScenario(label: string, options: OrdersScenarioOptions = {}): Promise<OrdersScenario> {
@@ -32,7 +34,7 @@ export async function startOrdersScenario(label: string, options: OrdersScenario
   const bed = new WorkerTestBed(label);
   const admin = new ThrottleAdmin({ connection: redis, prefix: bed.prefix });
   const queue = bed.queue('orders');
-  const perCustomer = Throttle.named('per-customer').key([Key.data('customer')]).limit(2, '1m');
+  const perCustomer = Throttle.named('per-customer').key([Key.data('customer')]).limit(2, options.perCustomerWindow ?? '1m');
   const everything = Throttle.named('everything').limit(1000, '1m');
   const emails = Throttle.named('emails').key([Key.data('to')]).whenKeyMissing(Missing.Unthrottled).limit(5, '1s');
   let delivered = 0;
