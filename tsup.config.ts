@@ -4,12 +4,14 @@ import { defineConfig } from 'tsup';
  * The published build: the library as CommonJS (dist/index.js) and as real ESM (dist/index.mjs), each with
  * its declarations (.d.ts / .d.mts), and the CLI as CommonJS (dist/cli/main.js). Each entry is bundled,
  * so only what it imports is shipped: the demo, the dev Redis, the example server and the build check
- * stay out. Packages (dependencies and peers) stay external.
+ * stay out. Packages (dependencies and peers) stay external. No source maps: with their sources inside they
+ * were most of the package (1,323 kB packed; 490 kB without), and the bundles are not minified, so a
+ * stack trace reads as it is.
  */
 const shared = {
   platform: 'node',
   target: 'node20',
-  sourcemap: true, // esbuild writes each map with its sourcesContent, so the maps resolve without src/
+  sourcemap: false,
   removeNodeProtocol: false,
   splitting: false,
 } as const;
@@ -49,7 +51,6 @@ export default defineConfig([
     publicDir: 'src/dashboard/web/public',
     tsconfig: 'src/dashboard/web/tsconfig.json',
     minify: true,
-    sourcemap: true,
     clean: true,
   },
 ]);
