@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
+import { docsUrl } from '../docs/docsLinks';
 import { RedisSetupError } from '../errors/RedisSetupError';
 import { defaultLuaScripts } from '../lua/scripts';
 import { RedisClient } from './connection';
 import { redisErrorCode } from './redisErrorKind';
 
 /** The page that explains what Redis needs (ACL, Cluster, persistence); messages point there. */
-const SEE = 'see docs/redis.md';
-const LIST = 'docs/redis.md lists every command a ThrottledWorker needs';
+const SEE = `see ${docsUrl('redis.md')}`;
+const LIST = `${docsUrl('redis.md', 'redis-acl')} lists every command a ThrottledWorker needs`;
 /** Most keys of a refused call probed one by one to find the one the ACL denies. */
 const MAX_PROBES = 24;
 
@@ -53,7 +54,7 @@ export async function describeRedisError(error: unknown, client: RedisClient | u
     const line = /@user_script:(\d+)/.exec(reply)?.[1];
     return new RedisSetupError(
       `${start}${theUser} may not run a command that ${what} calls${line ? ` (at its line ${line})` : ''}${original}. ` +
-        `Allow every command a ThrottledWorker needs (docs/redis.md lists them), e.g. ACL SETUSER ${user} +@read +@write +@scripting -@dangerous +time +info +client|setname +client|list.`,
+        `Allow every command a ThrottledWorker needs (${docsUrl('redis.md', 'redis-acl')} lists them), e.g. ACL SETUSER ${user} +@read +@write +@scripting -@dangerous +time +info +client|setname +client|list.`,
       code, error,
     );
   }

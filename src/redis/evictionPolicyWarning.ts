@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import { isClusterClient, mastersOf, nodeAddress } from './clusterNodes';
 import { RedisClient } from './connection';
+import { docsUrl } from '../docs/docsLinks';
 
 /** Redis servers already warned about, by host:port/db: once per process each, as bullmq warns once per connection. */
 const warned = new Set<string>();
@@ -37,7 +38,7 @@ function warnOnce(target: string, policy: string, logger: Logger): void {
   const message =
     `IMPORTANT! Redis at ${target} has maxmemory-policy '${policy}'. It should be "noeviction": when memory runs out Redis ` +
     `will delete keys, and jobs held by bullmq-throttle (and bullmq's own jobs) are lost, and throttle counters too, which ` +
-    `lets a bucket exceed its limit. Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction); see docs/redis.md.`;
+    `lets a bucket exceed its limit. Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction); see ${docsUrl('redis.md')}.`;
   logger.warn({ redis: target, maxmemoryPolicy: policy }, message);
   console.warn(message);
 }
