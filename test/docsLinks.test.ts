@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { DOCS_BASE_URL } from '../src/docs/docsLinks';
 
 const ROOT = join(__dirname, '..');
@@ -34,5 +34,23 @@ describe('links from messages to the guides', () => {
         expect({ file, page, anchor, found: anchors.includes(anchor) }).toEqual({ file, page, anchor, found: true });
       }
     }
+  });
+
+  it('README and docs/ link to pages and headings that exist', () => {
+    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    let checked = 0;
+    for (const page of pages) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      for (const [, target, anchor] of text.matchAll(/\]\(((?!https?:)[^)#\s]+\.md)(?:#([^)\s]+))?\)/g)) {
+        const path = join(ROOT, dirname(page), target);
+        expect({ page, target, exists: existsSync(path) }).toEqual({ page, target, exists: true });
+        if (anchor) {
+          const anchors = [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]));
+          expect({ page, target, anchor, found: anchors.includes(anchor) }).toEqual({ page, target, anchor, found: true });
+        }
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
   });
 });
