@@ -344,6 +344,7 @@ export class ThrottleGate implements Gate {
     closed: () => this.closed,
     mayWait: () => this.options.mayWait(),
     concurrency: () => this.options.concurrency(),
+    maxBatch: () => this.deadlines.batchLimit(),
     flushCompletions: () => this.completer?.flush(),
     take: (tokens, name) => this.takeNext(tokens, name),
     answered: (reply) => {

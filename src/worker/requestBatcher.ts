@@ -14,7 +14,8 @@ export class RequestBatcher<Q, R> {
 
   constructor(
     private readonly serve: (batch: PendingRequest<Q, R>[]) => Promise<void>,
-    private readonly maxBatch: number,
+    /** The most requests one call serves: a number, or read at each call (it may change as the worker measures). */
+    private readonly maxBatch: number | (() => number),
     private readonly maxInFlight: number,
     /** A call beyond the first in flight goes only with at least this many requests. */
     private readonly minOverlappingBatch = 1,
@@ -45,7 +46,7 @@ export class RequestBatcher<Q, R> {
 
   private start(): void {
     this.inFlight++;
-    const batch = this.pending.splice(0, this.maxBatch);
+    const batch = this.pending.splice(0, Math.max(1, typeof this.maxBatch === 'number' ? this.maxBatch : this.maxBatch()));
     // A serve that throws (a bug, not a Redis error: those it answers itself) rejects its requests that are still
     // waiting (a settled one ignores it), so that none waits forever and nothing is left unhandled.
     void this.serve(batch)

@@ -14,6 +14,8 @@ export interface SlotRequestsContext {
   /** False while requests must not wait for room (the worker is paused). */
   mayWait(): boolean;
   concurrency(): number;
+  /** The most slots one delivery call serves now (at most MAX_BATCH): fewer while processors start late. */
+  maxBatch(): number;
   /** Completions queued for a batch go out before the next delivery call. */
   flushCompletions(): void;
   /** One delivery call for these slots' lock tokens. */
@@ -32,7 +34,7 @@ export interface SlotRequestsContext {
  * back to bullmq with the time to look again, bullmq's blocked main loop woken then (MarkerWakeTimer).
  */
 export class SlotRequests {
-  private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), MAX_BATCH, MAX_CALLS_IN_FLIGHT, MIN_OVERLAPPING_BATCH);
+  private readonly batcher = new RequestBatcher<DeliveryRequest, unknown[]>((batch) => this.serve(batch), () => Math.min(MAX_BATCH, this.context.maxBatch()), MAX_CALLS_IN_FLIGHT, MIN_OVERLAPPING_BATCH);
   private readonly parked = new ParkedRequests<DeliveryRequest, unknown[]>((requests) => this.batcher.resubmit(requests));
   private readonly wakeTimer = new MarkerWakeTimer(() => this.context.wakeBullmq());
 

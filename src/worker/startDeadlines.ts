@@ -1,5 +1,6 @@
 import { LateDelivery, rateDeadlineOf } from '../delivery/lateStartTickets';
 import type { Limit } from '../declarations/Limit';
+import { BatchLimit } from './batchLimit';
 
 /** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
 export const START_DEADLINE_FLOOR_MS = 10;
@@ -57,8 +58,11 @@ export interface StartDeadlineStats {
   readonly putBack: number;
 }
 
-/** hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start. */
-interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number }
+/**
+ * hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start;
+ * batch: how many jobs the call that delivered it brought (they start one after another).
+ */
+interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number; batch: number }
 
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
@@ -80,6 +84,7 @@ export class StartDeadlines {
   private sinceChosen = 0;
   private chosenMs: number;
   private startedCount = 0;
+  private readonly batches = new BatchLimit();
   private swept = 0;
   private putBackCount = 0;
 
@@ -110,7 +115,7 @@ export class StartDeadlines {
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
       const { deadlineMs, buckets } = rateDeadlineOf(tickets[i]);
-      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets, repliedAt });
+      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
     });
   }
 
@@ -128,7 +133,7 @@ export class StartDeadlines {
       if (bang < 0) return;
       const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
       const deadlineMs = Math.max(0, leftMs);
-      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now() });
+      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now(), batch: jobIds.length });
     });
   }
 
@@ -141,10 +146,17 @@ export class StartDeadlines {
     this.sample(age);
     if (age > delivery.deadlineMs * START_BY_SHARE) {
       this.putBackCount++;
+      this.batches.late(delivery.sentAt, delivery.batch);
       return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
     }
     this.startedCount++;
+    this.batches.onTime();
     return undefined;
+  }
+
+  /** The most jobs one delivery call should bring now (BatchLimit): fewer while starts come late. */
+  batchLimit(): number {
+    return this.batches.limit;
   }
 
   stats(): StartDeadlineStats {

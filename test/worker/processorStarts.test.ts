@@ -43,7 +43,9 @@ describe('processor starts, with a start deadline', () => {
     const workers = [0, 1].map(() => bed.worker('backlog', startRecorder(starts), { concurrency: 50, autorun: false, leaseMs: 'auto', throttles }));
     await Promise.all(workers.map((worker) => worker.waitUntilReady()));
     for (const worker of workers) void worker.run();
-    await waitFor(() => starts.length >= 250, 20_000, '250 starts');
+    await waitFor(() => starts.length >= 250, 20_000, '250 starts').catch((error: Error) => {
+      throw new Error(`${error.message}; ${starts.length} started, ${JSON.stringify(workers.map((w) => w.startDeadline))}`);
+    });
     await Promise.all(workers.map((worker) => worker.close()));
     expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(100);
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 1_000)).toBeLessThanOrEqual(100);
