@@ -187,7 +187,7 @@ function nodeArgs(options: RedisClusterOptions, index: number): (port: number, d
   ];
 }
 
-/** Starts one node on a free port (and bus port); another process may take a probed port first, so it retries. */
+/** Starts one node on a free port (and bus port); another process, or a node started beside it, may take a probed port first, so it retries. */
 async function startNode(group: RedisProcessGroup, args: (port: number, dir: string) => string[]): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     const port = await freeRedisPort({ withBusPort: true });
@@ -195,7 +195,8 @@ async function startNode(group: RedisProcessGroup, args: (port: number, dir: str
       await group.start(`node-${port}`, (dir): RedisProcessSpec => ({ port, dir, args: args(port, dir) }));
       return port;
     } catch (error) {
-      if (attempt >= 3 || !/in use|bind/i.test((error as Error).message)) throw error;
+      // Nodes start side by side: two may probe the same free port (the group refuses the second: "already has").
+      if (attempt >= 3 || !/in use|bind|already has a redis-server/i.test((error as Error).message)) throw error;
     }
   }
 }
