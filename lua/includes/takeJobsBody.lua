@@ -261,10 +261,10 @@ end
 
 -- Jobs their worker put back (lua/lateStartPutBack-n.lua) go first among their priority, as lifo jobs do. Whether
 -- the queue has any is read once a run, when a fresh job first needs it. (One local: the main chunk is near 200.)
-local putBack = { exists = nil }
+local putBack = { key = KEYS[17], exists = nil }
 function putBack.has(jobId)
-  if putBack.exists == nil then putBack.exists = rcall('EXISTS', putBackKey) == 1 end
-  return putBack.exists and rcall('SISMEMBER', putBackKey, jobId) == 1
+  if putBack.exists == nil then putBack.exists = rcall('EXISTS', putBack.key) == 1 end
+  return putBack.exists and rcall('SISMEMBER', putBack.key, jobId) == 1
 end
 
 -- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
@@ -299,7 +299,7 @@ local function takeFresh()
   -- Its mark goes as it is taken; its order may be worked out after (when it is held).
   if putBack.has(job.id) then
     job.putBack = true
-    rcall('SREM', putBackKey, job.id)
+    rcall('SREM', putBack.key, job.id)
   end
   if job.from == 'prioritized' then
     rcall('ZREM', prioritizedKey, job.id)

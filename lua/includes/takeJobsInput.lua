@@ -18,7 +18,8 @@
 local waitKey, activeKey, prioritizedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delayedKey, metaKey, pcKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local readyJobsKey, readyClassesKey, wakeupsKey, stateKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local classesKey, staleKey, classStateKey, removedHeldKey, putBackKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
+-- KEYS[17], the put-back jobs, is includes/takeJobsBody's putBack.key (a field, not a local: the main chunk is at 200).
+local classesKey, staleKey, classStateKey, removedHeldKey = KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 local limiterKey, refusedKey = KEYS[18], KEYS[19]
 local jobPrefix = ARGV[1]
 local lockDuration = ARGV[2]
