@@ -4,5 +4,6 @@
  */
 export { ThrottledBullMQAdapter } from './ThrottledBullMQAdapter';
 export type { ThrottledBullMQAdapterOptions } from './ThrottledBullMQAdapter';
+export type { ThrottledQueueViewOptions } from './throttledQueueView';
 export { HELD_SEPARATOR, markedName } from './heldJobMark';
 export type { HeldPlace } from './heldJobs';

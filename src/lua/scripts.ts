@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import type { Redis, Cluster } from 'ioredis';
 import { bundleLua, BundleOptions, LUA_DIR } from './luaBundler';
 
+/** One of the package's Lua scripts, bundled with its includes (what a test build may swap for its own). */
 export interface LuaScript {
   /** The script's name in lua/, e.g. 'grantDeliveries'. */
   readonly name: string;
   /** undefined for scripts that take a variable number of keys (the caller passes numkeys first). */
   readonly numberOfKeys: number | undefined;
+  /** The script's source with its includes inlined, as sent to Redis. */
   readonly lua: string;
   /** The ioredis command it is registered under: versioned by content, so two versions can share a connection. */
   readonly command: string;
