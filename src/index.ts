@@ -23,7 +23,7 @@ export { InvalidGrantError } from './errors/InvalidGrantError';
 export { InvalidOptionError } from './errors/InvalidOptionError';
 export type { ClusterConnectionOptions, ConnectionInput, IORedisClient, RedisClient } from './redis/connection';
 export { ThrottledWorker } from './worker/ThrottledWorker';
-export type { ThrottledWorkerOptions } from './worker/ThrottledWorker';
+export type { ThrottledWorkerOptions, ThrottleListen } from './worker/ThrottledWorker';
 export type { ThrottleEventListeners, ThrottleEventName, ThrottleHeldEvent, ThrottlePausedEvent, ThrottleRecoveryEvent } from './worker/throttleEvents';
 export type { AttributesFunction, AttributeSource } from './worker/jobClassifier';
 export { getThrottledCount } from './worker/getThrottledCount';

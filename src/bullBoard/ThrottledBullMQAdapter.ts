@@ -4,9 +4,39 @@ import { markHeldJob } from './heldJobMark';
 import { ThrottledQueueView, ThrottledQueueViewOptions } from './throttledQueueView';
 import { splitWaitingRange } from './waitingRange';
 
-type BoardOptions = NonNullable<ConstructorParameters<typeof BullMQAdapter>[1]>;
+/** Bull Board's own options of a BullMQAdapter (readOnlyMode, description, ...), passed on as given. */
+export type BoardOptions = NonNullable<ConstructorParameters<typeof BullMQAdapter>[1]>;
 type JobStatus = Parameters<BullMQAdapter['getJobs']>[0][number];
 type JobCounts = Awaited<ReturnType<BullMQAdapter['getJobCounts']>>;
+
+/**
+ * A queue's job counts by status, as Bull Board shows them (jobs): bullmq's own counts, with the jobs a
+ * ThrottledWorker holds added to `waiting`. The members are Bull Board's, one per status it knows, all optional
+ * in its type; each count bullmq reports is present (0 when there are none).
+ */
+export interface ThrottledJobCounts extends JobCounts {
+  /**
+   * bullmq's waiting jobs plus the jobs the throttle layer holds, those being classified included (the
+   * `throttled` of getThrottledCount). Always present.
+   */
+  waiting?: number;
+  /** Jobs being processed now, as bullmq counts them. */
+  active?: number;
+  /** Jobs waiting for their delay to pass, as bullmq counts them. */
+  delayed?: number;
+  /** Jobs waiting with a priority, as bullmq counts them; held jobs taken from there are counted in `waiting`. */
+  prioritized?: number;
+  /** Parent jobs waiting for their children to complete, as bullmq counts them. */
+  'waiting-children'?: number;
+  /** Completed jobs bullmq still keeps. */
+  completed?: number;
+  /** Failed jobs bullmq still keeps. */
+  failed?: number;
+  /** Jobs in bullmq 5's paused list (a paused queue's waiting jobs); absent with bullmq 6, which has no such list. */
+  paused?: number;
+  /** Bull Board's "latest" tab is a status of its own, not a count: bullmq reports none, so this is absent. */
+  latest?: number;
+}
 
 /** Bull Board's own adapter options (readOnlyMode, displayName, ...), and where the throttle layer's keys are. */
 export type ThrottledBullMQAdapterOptions = BoardOptions & ThrottledQueueViewOptions;
@@ -35,7 +65,12 @@ export class ThrottledBullMQAdapter extends BullMQAdapter {
     this.view = new ThrottledQueueView(queue, { throttlePrefix, connection });
   }
 
-  override async getJobCounts(): Promise<JobCounts> {
+  /**
+   * As Bull Board's BullMQAdapter, with the held jobs added to `waiting`. Bull Board calls it for every queue
+   * on each poll.
+   * @returns bullmq's counts by status (jobs), `waiting` including the jobs the throttle layer holds.
+   */
+  override async getJobCounts(): Promise<ThrottledJobCounts> {
     const [counts, held] = await Promise.all([super.getJobCounts(), this.view.count()]);
     return { ...counts, [WAITING]: (counts[WAITING] ?? 0) + held };
   }

@@ -6,20 +6,32 @@ import { RedisClient } from '../redis/connection';
 /** Where a held job sits in the throttle layer's keys (docs/keys.md, Per-queue keys). */
 export type HeldPlace =
   /** In `ready-jobs`, or in the list of a class that no full bucket holds: it goes with a next delivery call. */
-  | { kind: 'ready' }
+  | {
+    /** `'ready'`: no bucket holds the job; it goes with a next delivery call of a worker with a free slot. */
+    kind: 'ready';
+  }
   /**
    * In the list of a class that waits on a full (or paused) bucket of `throttle`: `key` holds its key values, []
    * for an unkeyed throttle's one bucket, null for the shared bucket of jobs missing the key (as BucketStats.key).
    */
   | {
+    /** `'waiting'`: the job's class waits on a full (or paused) bucket, named by `throttle` and `key`. */
     kind: 'waiting';
+    /** The name of the throttle whose bucket holds the job. */
     throttle: string;
+    /**
+     * The bucket's key values, in the order of the throttle's key parts; [] for an unkeyed throttle's one
+     * bucket (and when `segment` is set); null for the shared bucket of jobs missing the key.
+     */
     key: KeyValue[] | null;
     /** The bucket's segment as stored, when this version cannot decode it (a newer writer's). */
     segment?: string;
   }
   /** In `intake`: taken from bullmq's wait, being classified right now. */
-  | { kind: 'classifying' };
+  | {
+    /** `'classifying'`: the job was just taken from bullmq's wait and is being classified (milliseconds). */
+    kind: 'classifying';
+  };
 
 export interface HeldJobRef {
   readonly id: string;

@@ -3,7 +3,7 @@
  * loads @bull-board/api (an optional peer).
  */
 export { ThrottledBullMQAdapter } from './ThrottledBullMQAdapter';
-export type { ThrottledBullMQAdapterOptions } from './ThrottledBullMQAdapter';
+export type { BoardOptions, ThrottledBullMQAdapterOptions, ThrottledJobCounts } from './ThrottledBullMQAdapter';
 export type { ThrottledQueueViewOptions } from './throttledQueueView';
 export { HELD_SEPARATOR, markedName } from './heldJobMark';
 export type { HeldPlace } from './heldJobs';

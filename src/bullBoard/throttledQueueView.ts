@@ -17,6 +17,7 @@ export interface QueueOfBoard {
   readonly client?: Promise<unknown>;
 }
 
+/** Where the held jobs of a queue shown in Bull Board are read. */
 export interface ThrottledQueueViewOptions {
   /** The throttle namespace: the workers' `throttlePrefix`. @default the queue's prefix */
   throttlePrefix?: string;

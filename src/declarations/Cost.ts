@@ -2,17 +2,46 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 
 /** Where a job's cost comes from: what it counts against every limit of its throttle. */
 export type CostSource =
-  | { readonly kind: 'data'; readonly path: string }
-  | { readonly kind: 'attribute'; readonly name: string };
+  | {
+    /** The cost is read from job.data. */
+    readonly kind: 'data';
+    /** The dotted path into job.data, such as 'tokens' or 'usage.tokens'. */
+    readonly path: string;
+  }
+  | {
+    /** The cost is an attribute the worker's `attributes` function computes once per job. */
+    readonly kind: 'attribute';
+    /** The attribute's name. */
+    readonly name: string;
+  };
 
 /** A throttle's cost: its source, and what a job without a usable cost counts instead (none: it fails). */
 export interface CostSpec {
+  /** Where each job's cost is read from, once, when the job is classified. */
   readonly source: CostSource;
+  /**
+   * What a job counts when its cost is missing or is not a positive whole number; itself a positive whole
+   * number. Undefined: such a job fails as it is delivered, without its processor running or a retry.
+   * @default undefined
+   */
   readonly default?: number;
 }
 
+/**
+ * Builds the source of a throttle's cost, for `Throttle.cost`: what each job counts against every limit of the
+ * throttle instead of 1.
+ *
+ * @example
+ * Throttle.named('openai-tokens').cost(Cost.data('tokens')).limit(90_000, '1m');
+ */
 export const Cost = {
-  /** A dotted path into job.data holding a positive whole number, such as Cost.data('tokens'). */
+  /**
+   * A dotted path into job.data holding a positive whole number, such as Cost.data('tokens').
+   *
+   * @param path - A non-empty dotted path, such as 'tokens' or 'usage.tokens'.
+   * @returns A frozen cost source.
+   * @throws InvalidThrottleError when the path is empty or has an empty segment ('a..b').
+   */
   data(path: string): CostSource {
     if (typeof path !== 'string' || path.length === 0 || path.split('.').some((segment) => segment.length === 0)) {
       throw new InvalidThrottleError(
@@ -21,7 +50,13 @@ export const Cost = {
     }
     return Object.freeze({ kind: 'data', path });
   },
-  /** An attribute computed once per job by the worker's `attributes` function. */
+  /**
+   * An attribute computed once per job by the worker's `attributes` function; it must be a positive whole number.
+   *
+   * @param name - The attribute's name, not empty.
+   * @returns A frozen cost source.
+   * @throws InvalidThrottleError when the name is empty or not a string.
+   */
   attribute(name: string): CostSource {
     if (typeof name !== 'string' || name.length === 0) {
       throw new InvalidThrottleError(`Cost.attribute(${JSON.stringify(name)}): the attribute name must be a non-empty string.`);

@@ -1,16 +1,42 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 
-/** One part of a throttle's key: where its value comes from. */
+/** One part of a throttle's key: where its value comes from (`Key.data`, `Key.name` or `Key.attribute`). */
 export type KeyPart =
-  | { readonly kind: 'data'; readonly path: string }
-  | { readonly kind: 'name' }
-  | { readonly kind: 'attribute'; readonly name: string };
+  | {
+    /** The value is read from job.data. */
+    readonly kind: 'data';
+    /** The dotted path into job.data, such as 'customer' or 'account.id'. */
+    readonly path: string;
+  }
+  | {
+    /** The value is the job's name. */
+    readonly kind: 'name';
+  }
+  | {
+    /** The value is an attribute the worker's `attributes` function computes once per job. */
+    readonly kind: 'attribute';
+    /** The attribute's name. */
+    readonly name: string;
+  };
 
 /** A key value as it reaches a bucket: one scalar per key part. */
 export type KeyValue = string | number | boolean;
 
+/**
+ * Builds the parts of a throttle's key, for `Throttle.key`. Jobs with the same values of every part share a
+ * bucket. Several parts make one composite key.
+ *
+ * @example
+ * Throttle.named('reports').key([Key.data('tenant'), Key.name()]).limit(2, '1s');
+ */
 export const Key = {
-  /** A dotted path into job.data; the value there must be a string, number or boolean. */
+  /**
+   * A dotted path into job.data; the value there must be a string, number or boolean.
+   *
+   * @param path - A non-empty dotted path, such as 'customer' or 'account.id'.
+   * @returns A frozen key part.
+   * @throws InvalidThrottleError when the path is empty or has an empty segment ('a..b').
+   */
   data(path: string): KeyPart {
     if (typeof path !== 'string' || path.length === 0 || path.split('.').some((segment) => segment.length === 0)) {
       throw new InvalidThrottleError(
@@ -23,7 +49,13 @@ export const Key = {
   name(): KeyPart {
     return Object.freeze({ kind: 'name' });
   },
-  /** An attribute computed once per job by the worker's `attributes` function. */
+  /**
+   * An attribute computed once per job by the worker's `attributes` function.
+   *
+   * @param name - The attribute's name, not empty.
+   * @returns A frozen key part.
+   * @throws InvalidThrottleError when the name is empty or not a string.
+   */
   attribute(name: string): KeyPart {
     if (typeof name !== 'string' || name.length === 0) {
       throw new InvalidThrottleError(`Key.attribute(${JSON.stringify(name)}): the attribute name must be a non-empty string.`);

@@ -4,8 +4,14 @@
  * burst + n * t / perMs deliveries go.
  */
 export interface Rate {
+  /** The average number of deliveries per `perMs` (cost units, with a cost), a positive whole number. */
   readonly n: number;
+  /** The period `n` is counted over, in milliseconds. One delivery is admitted every perMs / n ms on average. */
   readonly perMs: number;
+  /**
+   * The most deliveries an idle bucket admits at once (cost units, with a cost), a positive whole number.
+   * `Throttle.rate` sets 1 (evenly spaced) unless its `burst` option says otherwise.
+   */
   readonly burst: number;
 }
 

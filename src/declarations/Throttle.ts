@@ -13,12 +13,28 @@ import { parseWindowMs, WindowInput } from './window';
  */
 export class Throttle {
   private constructor(
+    /**
+     * The throttle's name. Declarations of one name, from any worker on any queue, share one set of buckets in
+     * one throttle namespace (`throttlePrefix`).
+     */
     readonly name: string,
+    /** The window limits (`limit`), shortest window first. Empty when none is declared. */
     readonly limits: readonly Limit[],
+    /** The parts of the key (`key`). Undefined for an unkeyed throttle: one bucket for every job. */
     readonly keyParts: readonly KeyPart[] | undefined,
+    /**
+     * What a keyed throttle does with a job that lacks its key (`whenKeyMissing`): Missing.SharedBucket unless
+     * declared. Unused by an unkeyed throttle.
+     */
     readonly missing: Missing,
+    /** The token bucket (`rate`). Undefined when no rate is declared. */
     readonly tokenRate?: Rate,
+    /**
+     * The most jobs (cost units, with a cost) of each bucket in flight at once (`concurrency`). Undefined when no
+     * concurrency is declared.
+     */
     readonly maxInFlight?: number,
+    /** What each job counts instead of 1 (`cost`). Undefined when no cost is declared: each job counts 1. */
     readonly costSpec?: CostSpec,
   ) {
     Object.freeze(this);
@@ -30,6 +46,16 @@ export class Throttle {
       parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight, parts.costSpec ?? this.costSpec);
   }
 
+  /**
+   * Starts a declaration: a throttle with this name and nothing else yet. Add at least one limit, rate or
+   * concurrency before using it. Its missing-key policy starts as Missing.SharedBucket.
+   *
+   * @example
+   * Throttle.named('stripe').limit(100, '1s');
+   * @param name - The throttle's name, not empty. Declarations of one name share one set of buckets.
+   * @returns A new declaration.
+   * @throws InvalidThrottleError when the name is empty or not a string.
+   */
   static named(name: string): Throttle {
     if (typeof name !== 'string' || name.length === 0) {
       throw new InvalidThrottleError(`Throttle.named(${JSON.stringify(name)}): a throttle needs a non-empty name such as 'stripe'.`);
@@ -37,7 +63,19 @@ export class Throttle {
     return new Throttle(name, [], undefined, Missing.SharedBucket);
   }
 
-  /** At most `max` deliveries in any window of length `window` (ms, or '250ms', '1s', '1m', '1h', '1d'). */
+  /**
+   * At most `max` deliveries in any window of length `window` (ms, or '250ms', '1s', '1m', '1h', '1d'). Several
+   * limits all apply: a job must fit every one.
+   *
+   * @example
+   * Throttle.named('stripe').limit(60, '1m').limit(20, '1s');
+   * @param max - N: the most deliveries (cost units, with a cost) in any window, a positive whole number.
+   * @param window - W: milliseconds, or text such as '250ms' or '1.5s'; a whole number of ms, at least 1.
+   * @returns A new declaration with the limit added.
+   * @throws InvalidThrottleError when `max` is not a positive whole number, the window does not parse or is
+   * under 1 ms, another limit has the same window, or this limit could never apply alongside another limit or
+   * the rate (for example 100 per 1s beside 60 per 1m).
+   */
   limit(max: number, window: WindowInput): Throttle {
     const limit: Limit = Object.freeze({
       max: checkLimitValue(this.name, max),
@@ -53,6 +91,15 @@ export class Throttle {
    * A token bucket: on average `n` deliveries per `per`, at most `burst` (default 1: evenly spaced) at once.
    * An idle bucket admits `burst` together, then one every per / n; in any window of length t at most
    * burst + n * t / per deliveries go.
+   *
+   * @example
+   * Throttle.named('sendgrid').rate(500, '1s', { burst: 50 });
+   * @param n - The average number of deliveries (cost units, with a cost) per `per`, a positive whole number.
+   * @param per - The period: milliseconds, or text such as '1s' or '1m'.
+   * @param options - `burst`: the most an idle bucket admits at once, a positive whole number (default 1).
+   * @returns A new declaration with the rate.
+   * @throws InvalidThrottleError when a rate is already declared, `n` or `burst` is not a positive whole
+   * number, `per` does not parse or is under 1 ms, or a declared limit could never apply alongside the rate.
    */
   rate(n: number, per: WindowInput, options: { burst?: number } = {}): Throttle {
     if (this.tokenRate) {
@@ -66,7 +113,13 @@ export class Throttle {
   /**
    * At most `n` jobs of each bucket between delivery and completion, failure, a move to delayed or wait, or
    * removal, across every worker, process and queue that shares the throttle. A crashed worker's jobs count
-   * until bullmq's stalled check takes them back.
+   * until bullmq's stalled check takes them back. A `Grantor` refuses a throttle with a concurrency.
+   *
+   * @example
+   * Throttle.named('scraper').key([Key.data('domain')]).concurrency(3);
+   * @param n - The most jobs (cost units, with a cost) of each bucket in flight at once, a positive whole number.
+   * @returns A new declaration with the concurrency.
+   * @throws InvalidThrottleError when a concurrency is already declared, or `n` is not a positive whole number.
    */
   concurrency(n: number): Throttle {
     if (this.maxInFlight !== undefined) {
@@ -79,6 +132,15 @@ export class Throttle {
    * Each job counts `source` (a positive whole number read once, when the job is classified) against every
    * limit of this throttle, instead of 1. A job without a usable cost fails, unless `default` is given; one
    * costing more than a limit's N (a rate's burst, a concurrency's n) could never go, and fails.
+   *
+   * @example
+   * Throttle.named('openai-tokens').cost(Cost.data('tokens'), { default: 1000 }).limit(90_000, '1m');
+   * @param source - Where the cost is read: `Cost.data(path)` or `Cost.attribute(name)`.
+   * @param options - `default`: what a job without a usable cost counts, a positive whole number. Left out (the
+   * default), such a job fails.
+   * @returns A new declaration with the cost.
+   * @throws InvalidThrottleError when a cost is already declared, `source` is not built by `Cost`, or `default`
+   * is given and is not a positive whole number.
    */
   cost(source: CostSource, options: { default?: number } = {}): Throttle {
     if (this.costSpec) {
@@ -96,7 +158,16 @@ export class Throttle {
     return this.with({ costSpec: Object.freeze({ source, ...(fallback !== undefined ? { default: fallback } : {}) }) });
   }
 
-  /** Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately. */
+  /**
+   * Jobs with the same values of these parts share a bucket; each bucket is held to the limits separately.
+   * Without a key, every job shares one bucket. A later call replaces the key.
+   *
+   * @example
+   * Throttle.named('stripe-per-customer').key([Key.data('customer')]).limit(10, '1s');
+   * @param parts - One or more parts built with `Key.data(path)`, `Key.name()` or `Key.attribute(name)`.
+   * @returns A new declaration with the key.
+   * @throws InvalidThrottleError when `parts` is empty or not an array, or a part is not built by `Key`.
+   */
   key(parts: readonly KeyPart[]): Throttle {
     if (!Array.isArray(parts) || parts.length === 0) {
       throw new InvalidThrottleError(
@@ -113,6 +184,18 @@ export class Throttle {
     return this.with({ keyParts: Object.freeze([...parts]) });
   }
 
+  /**
+   * What a keyed throttle does with a job that lacks its key: a part's value is absent or null (a worker also
+   * counts a value that is not a string, finite number or boolean as missing). Without this call,
+   * Missing.SharedBucket: such jobs share one bucket. Missing.Unthrottled: such jobs are not subject to this
+   * throttle. An unkeyed throttle ignores the policy. A later call replaces it.
+   *
+   * @example
+   * Throttle.named('reports').key([Key.data('tenant')]).whenKeyMissing(Missing.Unthrottled).limit(2, '1s');
+   * @param policy - Missing.SharedBucket or Missing.Unthrottled.
+   * @returns A new declaration with the policy.
+   * @throws InvalidThrottleError when `policy` is neither.
+   */
   whenKeyMissing(policy: Missing): Throttle {
     if (policy !== Missing.SharedBucket && policy !== Missing.Unthrottled) {
       throw new InvalidThrottleError(

@@ -6,9 +6,13 @@ import { Rate } from './Rate';
 
 /** What using a throttle needs of it: a Throttle declaration, or the EffectiveThrottle of several merged. */
 export interface ThrottleSpec {
+  /** The throttle's name: specs of one name count in one set of buckets. */
   readonly name: string;
+  /** The window limits (see Throttle.limit), shortest window first. Empty when none is declared. */
   readonly limits: readonly Limit[];
+  /** The parts of the key (see Throttle.key). Undefined for an unkeyed throttle: one bucket for every job. */
   readonly keyParts: readonly KeyPart[] | undefined;
+  /** What a keyed throttle does with a job or delivery that lacks its key (see Throttle.whenKeyMissing). */
   readonly missing: Missing;
   /** A token bucket, if declared (see Throttle.rate). */
   readonly tokenRate?: Rate;

@@ -9,16 +9,19 @@ import { ThrottleSpec } from './ThrottleSpec';
 
 /** What applies to a throttle name once every live declaration of it is combined. */
 export interface EffectiveThrottle {
+  /** The throttle's name, shared by every declaration merged. */
   readonly name: string;
   /** Every declared limit; for one window, the smallest N. Sorted by window. */
   readonly limits: readonly Limit[];
+  /** The key every declaration gives (they must agree). Undefined for an unkeyed throttle: one bucket. */
   readonly keyParts: readonly KeyPart[] | undefined;
+  /** The strictest declared missing-key policy: Missing.SharedBucket when any declares it, else Unthrottled. */
   readonly missing: Missing;
   /** The strictest declared rate (the lowest average and the lowest burst), if any declares one. */
   readonly tokenRate?: Rate;
   /** The lowest declared concurrency, if any declares one. */
   readonly maxInFlight?: number;
-  /** The cost every declaration gives (they must agree). */
+  /** The cost every declaration gives (they must agree). Undefined when none declares one: each job counts 1. */
   readonly costSpec?: CostSpec;
   /**
    * The longest lease (ms) of a worker in leased delivery that declares this throttle, or start deadline an
@@ -32,8 +35,16 @@ export interface EffectiveThrottle {
 
 /**
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
- * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a different key
- * or cost is a conflict.
+ * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a
+ * different key or cost is a conflict. A pure function: it reads and writes nothing in Redis.
+ *
+ * @example
+ * mergeDeclarations([Throttle.named('stripe').limit(100, '1s'), Throttle.named('stripe').limit(80, '1s')]);
+ * @param declarations - One or more declarations of one name (Throttle or ThrottleSpec).
+ * @returns The frozen effective throttle, with `rateLeaseMs` 0.
+ * @throws InvalidThrottleError when `declarations` is empty, a declaration has no limit, rate or concurrency,
+ * or two declarations have different names.
+ * @throws ThrottleConflictError when two declarations have different keys or different costs.
  */
 export function mergeDeclarations(declarations: readonly ThrottleSpec[]): EffectiveThrottle {
   if (declarations.length === 0) {

@@ -4,7 +4,11 @@
  * not JSON (415). `status` is the HTTP status it is answered with.
  */
 export class DashboardRequestError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    /** The HTTP status the dashboard answers with: 403, 404, 405, 413 or 415. */
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
     this.name = new.target.name;
   }

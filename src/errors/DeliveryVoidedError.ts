@@ -4,7 +4,15 @@
  * Redis drops the call's writes when the node resyncs as a replica. Delivery tries again on the new master.
  */
 export class DeliveryVoidedError extends Error {
-  constructor(message: string, readonly cause?: unknown) {
+  constructor(
+    message: string,
+    /**
+     * The error the node's replica check got, when an error is what showed the call void (MOVED, READONLY, no
+     * answer before the time ran out); undefined when the node answered that it is no longer the master, or the
+     * Sentinels named another one.
+     */
+    readonly cause?: unknown,
+  ) {
     super(message);
     this.name = new.target.name;
   }

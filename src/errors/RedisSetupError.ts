@@ -8,6 +8,7 @@ export class RedisSetupError extends Error {
     message: string,
     /** Redis's reply code (NOPERM, CROSSSLOT, WRONGPASS, ERR, ...). */
     readonly code: string,
+    /** The error Redis (or ioredis) gave, unchanged. */
     readonly cause: unknown,
   ) {
     super(message);

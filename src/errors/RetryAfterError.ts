@@ -6,7 +6,13 @@ import { InvalidOptionError } from './InvalidOptionError';
  * for every worker (or only the bucket of `options.throttle`).
  */
 export class RetryAfterError extends Error {
+  /** How long the buckets pause (ms): the value given, rounded up to a whole millisecond. */
   readonly retryAfterMs: number;
+  /**
+   * The throttle whose bucket pauses, as named in `options.throttle`; undefined: every bucket the job draws
+   * from pauses. A name that is not one of the job's throttles pauses nothing (the worker logs a warning) and
+   * the job still goes back to wait.
+   */
   readonly throttle?: string;
 
   constructor(retryAfterMs: number, options: { throttle?: string } = {}) {

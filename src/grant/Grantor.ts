@@ -18,8 +18,9 @@ import { Delivery, GrantResult } from './types';
 /** Most copies one grantAvailable call decides (one script call: its arguments grow with them). */
 const MAX_AVAILABLE = 1000;
 
+/** Options of `new Grantor(options)`. */
 export interface GrantorOptions {
-  /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). */
+  /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). Required. */
   connection: ConnectionInput;
   /**
    * Key prefix, as BullMQ's `prefix`: the throttle namespace unless throttlePrefix says otherwise.
@@ -39,26 +40,42 @@ export interface GrantorOptions {
   durableRedis?: boolean;
   /**
    * h: how long a granted token may still be spent after it was asked for. Each grant then counts against
-   * windows of W + h, so that tokens spent up to h late still never exceed N in any window of W. Default 0.
+   * windows of W + h, so that tokens spent up to h late still never exceed N in any window of W. A whole number
+   * of milliseconds, 0 or more; 0: each token is spent when it is granted.
+   * @default 0
    */
   leaseMs?: number;
 }
 
 /** Internal: tests swap in scripts built with a steerable clock. Not part of the public API. */
 export interface GrantorInternals {
+  /** Internal, for tests: the Lua scripts to run instead of the built ones, by name. */
   scripts?: Map<string, LuaScript>;
+  /** Internal, for tests: extra trailing arguments for every script call (a clock offset). */
   extraArgs?: () => (string | number)[];
 }
 
+/** Options of `Grantor.wait`. */
 export interface WaitOptions {
-  /** Give up after this long (default: wait as long as it takes). */
+  /**
+   * Give up after this long (ms, measured on this process's clock): `wait` then resolves with the last refusal.
+   * Undefined: wait as long as it takes.
+   * @default undefined
+   */
   maxWaitMs?: number;
+  /**
+   * Cancels the wait: once aborted, `wait` rejects (with the signal's reason, or an AbortError while it
+   * sleeps) and asks for nothing more.
+   * @default undefined
+   */
   signal?: AbortSignal;
 }
 
 /** A batch's answer with the Redis time at which it was decided. */
 export interface GrantBatch {
+  /** The Redis time (TIME) at which the batch was decided, in microseconds since the Unix epoch. */
   nowUs: number;
+  /** One result per delivery, in the order of the deliveries. */
   results: GrantResult[];
 }
 
@@ -67,7 +84,9 @@ export interface GrantBatch {
  * for every limit of every bucket, whatever the number of processes asking.
  */
 export class Grantor {
+  /** The Redis key names this Grantor counts in: its prefix and throttle namespace. */
   readonly keys: ThrottleKeys;
+  /** h, from the options: how long after its grant a token may still be spent (ms); 0 when none was given. */
   readonly leaseMs: number;
   private readonly durableRedis: boolean;
   private readonly connection: OwnedClient;
@@ -75,6 +94,14 @@ export class Grantor {
   /** Grants are answered once a replica holds them, when the node has replicas (src/redis/ReplicaConfirmation.ts). */
   private readonly confirmation: ReplicaConfirmation;
 
+  /**
+   * Opens a Redis connection from `connection`, or uses the client given there.
+   *
+   * @param options - The connection, prefix, throttle namespace, durability and lease.
+   * @param internals - Internal, for tests; leave it out.
+   * @throws InvalidGrantError when `leaseMs` is not a whole number of milliseconds, 0 or more.
+   * @throws InvalidOptionError when the throttle namespace holds an empty hash tag '{}' before any other.
+   */
   constructor(options: GrantorOptions, internals: GrantorInternals = {}) {
     const leaseMs = options.leaseMs ?? 0;
     if (!Number.isSafeInteger(leaseMs) || leaseMs < 0) {
@@ -90,15 +117,37 @@ export class Grantor {
     this.confirmation = new ReplicaConfirmation(() => this.keys.grantorRecord, sentinelVouchOf(this.connection.client));
   }
 
+  /** The Redis client the Grantor sends its calls through: the one given as `connection`, or the one it opened. */
   get client(): RedisClient {
     return this.connection.client;
   }
 
-  /** Decides each delivery in order: granted with all its tokens counted, or refused with nothing counted. */
+  /**
+   * Decides each delivery in order: granted with all its tokens counted, or refused with nothing counted.
+   * A refusal is a result, not an error. One Lua script decides the whole batch.
+   *
+   * @example
+   * await grantor.grant([[{ throttle: stripe }, { throttle: perCustomer, key: ['acme'] }]]);
+   * @param deliveries - The deliveries, each the list of buckets it draws from.
+   * @returns One result per delivery, in order.
+   * @throws InvalidGrantError as `grantBatch`.
+   * @throws DeliveryVoidedError as `grantBatch`.
+   */
   async grant(deliveries: readonly Delivery[]): Promise<GrantResult[]> {
     return (await this.grantBatch(deliveries)).results;
   }
 
+  /**
+   * As `grant`, with the Redis time at which the batch was decided.
+   *
+   * @param deliveries - The deliveries, each the list of buckets it draws from.
+   * @returns The Redis time of the decision and one result per delivery, in order.
+   * @throws InvalidGrantError when a delivery is not an array, a throttle has no limit or rate, declares a
+   * concurrency, is given a key it does not have or a key of the wrong length, or a cost is not a positive whole
+   * number or exceeds a limit's N or the rate's burst. Nothing is granted then.
+   * @throws DeliveryVoidedError when the Redis master that counted the grants was replaced before a replica
+   * acknowledged them: they do not count, and no id was handed out.
+   */
   async grantBatch(deliveries: readonly Delivery[]): Promise<GrantBatch> {
     const counterIndex = new Map<string, number>();
     const counterArgs: (number | string)[] = [];
@@ -164,13 +213,32 @@ export class Grantor {
   /**
    * Returns tokens that will not be spent: they stop counting at once. A second return of an id is a no-op,
    * and so is returning a token whose window has passed. Resolves to how many (token, throttle) counts stopped.
+   * A rate keeps returned tokens counted: only window limits take a return back.
+   *
+   * @param ids - Ids of granted results, from any Grantor on the same Redis and throttle namespace.
+   * @returns How many (token, throttle) pairs stopped counting now.
+   * @throws InvalidGrantError when an id is not a token id from `grant`.
    */
   async returnTokens(ids: readonly string[]): Promise<number> {
     return (await this.returnBatch(ids)).returned.filter(Boolean).length;
   }
 
-  /** As returnTokens, with the Redis time of the return and one verdict per (token, throttle) in order. */
-  async returnBatch(ids: readonly string[]): Promise<{ nowUs: number; returned: boolean[] }> {
+  /**
+   * As returnTokens, with the Redis time of the return and one verdict per (token, throttle) in order.
+   *
+   * @param ids - Ids of granted results, from any Grantor on the same Redis and throttle namespace.
+   * @returns The Redis time of the return and the verdicts.
+   * @throws InvalidGrantError when an id is not a token id from `grant`.
+   */
+  async returnBatch(ids: readonly string[]): Promise<{
+    /** The Redis time of the return, in microseconds since the Unix epoch; 0 when no id named a throttle. */
+    nowUs: number;
+    /**
+     * One verdict per (token, throttle), in the order of `ids` and of each token's throttles: true when that
+     * count stopped now; false when it was returned already, its window has passed, or it counts in a rate only.
+     */
+    returned: boolean[];
+  }> {
     const grants = ids.map(decodeTokenId).flatMap((token) => token.throttles.map(({ name, bucket, windows, count }) => ({
       name, bucket, nonce: token.nonce, grantUs: token.grantUs, leaseMs: token.leaseMs, count: count ?? 1, windows,
     })));
@@ -184,8 +252,24 @@ export class Grantor {
    * Takes what is available now (seed 002's TakeAvailable): up to `max` copies of the delivery, each granted
    * whole, as many as fit at this moment and no more, without waiting. Resolves to the granted ids (return
    * them as any other) and, when fewer than `max` fit, when the next one could (ms, Redis clock).
+   *
+   * @example
+   * const { ids, retryAt } = await grantor.grantAvailable([{ throttle: stripe }], 20);
+   * @param delivery - The buckets each copy draws from.
+   * @param max - The most copies to grant, a whole number from 1 to 1000.
+   * @returns The granted ids and when the next copy could fit.
+   * @throws InvalidGrantError when `max` is out of range, or as `grantBatch` for the delivery.
+   * @throws DeliveryVoidedError as `grantBatch`.
    */
-  async grantAvailable(delivery: Delivery, max: number): Promise<{ ids: string[]; retryAt: number | null }> {
+  async grantAvailable(delivery: Delivery, max: number): Promise<{
+    /** The ids of the copies granted, 0 to `max` of them. */
+    ids: string[];
+    /**
+     * When fewer than `max` were granted, the earliest time the next copy could fit, in ms since the Unix epoch
+     * on the Redis clock. Null when all `max` were granted.
+     */
+    retryAt: number | null;
+  }> {
     if (!Number.isSafeInteger(max) || max < 1 || max > MAX_AVAILABLE) {
       throw new InvalidGrantError(`grantAvailable(delivery, ${String(max)}): max must be a whole number from 1 to ${MAX_AVAILABLE}.`);
     }
@@ -198,6 +282,14 @@ export class Grantor {
   /**
    * Grants one delivery as soon as it fits, sleeping until the moment it could (never polling), or resolves
    * not granted once maxWaitMs has passed.
+   *
+   * @example
+   * const result = await grantor.wait([{ throttle: stripe }], { maxWaitMs: 2000 });
+   * @param delivery - The buckets the delivery draws from.
+   * @param options - How long to wait at most, and a signal to cancel.
+   * @returns The grant, or the last refusal once `maxWaitMs` has passed.
+   * @throws InvalidGrantError as `grantBatch`.
+   * @throws DeliveryVoidedError as `grantBatch`.
    */
   async wait(delivery: Delivery, options: WaitOptions = {}): Promise<GrantResult> {
     const deadline = options.maxWaitMs === undefined ? Infinity : Date.now() + options.maxWaitMs;
@@ -213,6 +305,10 @@ export class Grantor {
     }
   }
 
+  /**
+   * Closes the Redis connection the Grantor opened. A client given as `connection` stays open: its owner closes
+   * it. Tokens granted stay counted; use the Grantor no more after this.
+   */
   async close(): Promise<void> {
     await closeClient(this.connection);
   }

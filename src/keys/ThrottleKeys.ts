@@ -40,6 +40,12 @@ export class ThrottleKeys {
     return `${this.namespaceBase}:`;
   }
 
+  /**
+   * The base of every key of one throttle in the namespace: `throttlePrefix` and the encoded throttle name. Each
+   * of the throttle's keys (counters, limits, pauses, overrides) is this and a suffix.
+   * @param name The throttle's name, as declared with `Throttle.named(name)`.
+   * @returns The key base, such as `bull::throttle:{bull}:stripe`.
+   */
   throttleBase(name: string): string {
     return `${this.throttlePrefix}${encodeSegment(name)}`;
   }
@@ -79,7 +85,12 @@ export class ThrottleKeys {
   }
 
   /** Bucket indexes kept with the counters of every kind (see lua/includes/bucketIndexes.lua). */
-  throttleIndexes(name: string): { active: string; full: string } {
+  throttleIndexes(name: string): {
+    /** ZSET bucket segment -> ms until which the bucket counts something (docs/keys.md, Bucket indexes). */
+    active: string;
+    /** ZSET bucket segment -> the earliest ms at which room returns to the bucket, while it is at its limit. */
+    full: string;
+  } {
     const base = this.throttleBase(name);
     return { active: `${base}:active`, full: `${base}:full` };
   }
@@ -94,6 +105,7 @@ export class ThrottleKeys {
     return `${this.namespaceBase}::registry:entries`;
   }
 
+  /** ZSET workerId -> ms its registry entry lapses: the live ThrottledWorkers of the namespace. */
   get registryAlive(): string {
     return `${this.namespaceBase}::registry:alive`;
   }
@@ -138,6 +150,12 @@ export class ThrottleKeys {
     return `${this.prefix}:${queue}:`;
   }
 
+  /**
+   * The base of every key this package keeps for one queue: `<prefix>:<queue>::throttle`. It hashes as the
+   * queue's own bullmq keys do, so those keys are in the queue's Redis Cluster slot.
+   * @param queue The queue's name, as given to bullmq's Queue and Worker.
+   * @returns The key base, such as `bull:orders::throttle`.
+   */
   queueBase(queue: string): string {
     return `${this.prefix}:${queue}::throttle`;
   }
@@ -189,7 +207,9 @@ export interface QueueThrottleStatsKeys {
   readonly held: string;
 }
 
+/** The keys of one queue's throttle layer (ThrottleKeys.queue; docs/keys.md describes each). */
 export interface QueueThrottleKeys {
+  /** What every key below starts with: `<prefix>:<queue>::throttle`. */
   readonly base: string;
   /** ZSET "<class>#<job id>" -> order: held jobs of classes not waiting on a full bucket, in queue order. */
   readonly readyJobs: string;

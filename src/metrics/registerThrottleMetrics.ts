@@ -4,27 +4,57 @@ import { closeClient, ConnectionInput, openClient, OwnedClient } from '../redis/
 import { COLLECT_SUCCESS_METRIC, HistogramDefinition, HOLD_TIME_HISTOGRAM, METRIC_DEFINITIONS, MetricDefinition } from './metricDefinitions';
 import { readSnapshot, SnapshotSource } from './snapshot';
 
+/**
+ * The options of registerThrottleMetrics: where to read the throttles, and which queues to report.
+ * @example
+ * ```ts
+ * registerThrottleMetrics(registry, { connection: 'redis://127.0.0.1:6379', queues: ['orders'] });
+ * ```
+ */
 export interface ThrottleMetricsOptions {
   /**
    * ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), an ioredis Redis or Cluster
    * client (never closed by the metrics), or a ThrottleAdmin (never closed either; its prefixes apply).
    */
   connection: ConnectionInput | ThrottleAdmin;
-  /** Key prefix, as bullmq's `prefix` (default 'bull'). */
+  /**
+   * Key prefix, as bullmq's `prefix`. With a ThrottleAdmin as `connection`, it must be the admin's, or be left out.
+   * @default 'bull' (a ThrottleAdmin's own prefix when `connection` is one)
+   */
   prefix?: string;
-  /** The throttle namespace, as the workers' `throttlePrefix` (default: the prefix). */
+  /**
+   * The throttle namespace, as the workers' `throttlePrefix`. With a ThrottleAdmin as `connection`, it must be
+   * the admin's, or be left out.
+   * @default the prefix (a ThrottleAdmin's own namespace when `connection` is one)
+   */
   throttlePrefix?: string;
-  /** The workers' `grantor`, when they keep their throttles on another Redis (see ThrottleAdmin's option). */
-  grantor?: { connection: ConnectionInput };
+  /**
+   * The workers' `grantor`, when they keep their throttles on another Redis (see ThrottleAdmin's option).
+   * Ignored when `connection` is a ThrottleAdmin: the admin's own grantor option applies.
+   * @default none: the throttles are read on `connection`
+   */
+  grantor?: {
+    /**
+     * The Redis that counts the throttles: ioredis options, a redis:// URL, a Cluster's seeds
+     * (`{ startupNodes }`), or an ioredis client (never closed by the metrics).
+     */
+    connection: ConnectionInput;
+  };
   /**
    * Report only these queues and the throttles declared on them. A listed queue is reported while it has
    * jobs, even with no live ThrottledWorker; by default, the queues with a live ThrottledWorker.
+   * @default every queue with a live ThrottledWorker
    */
   queues?: string[];
-  /** A scrape that cannot read Redis within this time reports no throttle figures (default 5000 ms). */
+  /**
+   * A scrape that cannot read Redis within this time (ms) reports no throttle figures, and
+   * `bullmq_throttle_metrics_collect_success` 0.
+   * @default 5000
+   */
   timeoutMs?: number;
 }
 
+/** What registerThrottleMetrics returns: a handle to take the metrics off the registry again. */
 export interface ThrottleMetrics {
   /** Removes the metrics from the registry and closes the connection they opened (not one passed in). */
   close(): Promise<void>;
@@ -38,11 +68,22 @@ type PromClient = typeof import('prom-client');
  * dependency) is not installed.
  */
 export interface MetricsRegistry {
+  /** The Content-Type of what `metrics()` returns (Prometheus text or OpenMetrics), as prom-client has it. */
   readonly contentType: string;
+  /** Collects every metric of the registry and resolves to the exposition text, as prom-client does. */
   metrics(): Promise<string>;
   /** prom-client's metrics register themselves; the parameter is theirs (a prom-client Metric). */
   registerMetric(metric: never): void;
+  /**
+   * The metric registered under `name`, or undefined, as prom-client has it: close() uses it to remove only
+   * the metrics it registered.
+   * @param name A metric's name, such as `bullmq_throttle_waiting_jobs`.
+   */
   getSingleMetric(name: string): unknown;
+  /**
+   * Removes the metric registered under `name`, as prom-client does.
+   * @param name A metric's name.
+   */
   removeSingleMetric(name: string): void;
 }
 

@@ -1,5 +1,6 @@
 import IORedis, { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 
+/** An ioredis client of this package's ioredis: a single server or a Cluster. */
 export type RedisClient = Redis | Cluster;
 
 /**
@@ -9,10 +10,26 @@ export type RedisClient = Redis | Cluster;
  * brings its own ioredis 5): nominally typed, such a client would not fit.
  */
 export interface IORedisClient {
+  /** ioredis's connection state: `'ready'` once connected, `'end'` once closed (`'wait'`, `'connecting'`, ...). */
   readonly status: string;
+  /**
+   * Registers a Lua script as a command of the client, as ioredis does: the package runs its scripts this
+   * way. Having this method is also what tells a client from ioredis options in `connection`.
+   * @param name The command's name on the client.
+   * @param definition The script's source and its number of keys, as ioredis takes them.
+   */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  /**
+   * A new connection with the same options, as ioredis makes it. The package closes the copies it makes
+   * (a closing worker withdraws its declarations on one).
+   */
   duplicate(): IORedisClient;
+  /**
+   * Closes the connection once pending replies arrive, as ioredis does. The package calls it only on
+   * connections it opened itself, never on a client passed in.
+   */
   quit(): Promise<unknown>;
+  /** Closes the connection at once, as ioredis does: used when quit fails, only on connections the package opened. */
   disconnect(): void;
 }
 
@@ -23,6 +40,18 @@ export interface IORedisClient {
 export interface ClusterConnectionOptions {
   /** Seed nodes (any reachable one will do): `{ host, port }`, a port, or a `redis://` URL. */
   startupNodes: ClusterNode[];
+  /**
+   * ioredis's Cluster options, passed on as they are; put each node's connection options (password, TLS) in
+   * `clusterOptions.redisOptions`. The package sets at most `redisOptions.maxRetriesPerRequest` (to null) on top.
+   * @default ioredis's own Cluster options
+   * @example
+   * ```ts
+   * const connection = {
+   *   startupNodes: [{ host: 'redis-0', port: 6379 }],
+   *   clusterOptions: { redisOptions: { password: process.env.REDIS_PASSWORD, tls: {} } },
+   * };
+   * ```
+   */
   clusterOptions?: ClusterOptions;
 }
 

@@ -38,6 +38,21 @@ export function redisErrorCode(error: unknown): string | undefined {
   return first === 'ERR' && inner ? inner : first;
 }
 
+/**
+ * Whether a Redis error can heal by waiting, as a ThrottledWorker judges it (docs/redis.md, "When Redis refuses
+ * a call"). For ioredis Cluster's "Too many Cluster redirections", the last error it wraps decides.
+ * @param error An error from ioredis or from a Redis reply; anything else is judged by its text.
+ * @returns `'permanent'` for NOPERM, CROSSSLOT, WRONGPASS, NOAUTH, WRONGTYPE, an unknown command, an ACL refusal
+ *   inside a script or a script the server rejects; `'transient'` for anything else: a lost connection, LOADING,
+ *   OOM, BUSY, READONLY, MOVED, NOSCRIPT, or an error it does not know.
+ * @example
+ * ```ts
+ * worker.on('error', (err) => {
+ *   // a setup problem (ACL, credentials, Cluster layout): waiting does not fix it
+ *   if (redisErrorKind(err) === 'permanent') logger.error(err, 'Redis setup');
+ * });
+ * ```
+ */
 export function redisErrorKind(error: unknown): RedisErrorKind {
   // ioredis Cluster gives up on a command after maxRedirections (16) redirections or retries (MOVED, ASK,
   // TRYAGAIN, CLUSTERDOWN, a closed connection during a failover): what counts is the last error it wrapped.

@@ -18,14 +18,44 @@ import { DEFAULT_PREFIX } from '../options/defaults';
 import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';
 import type { ConnectionInput } from '../redis/connection';
 
+/**
+ * The options of a ThrottledWorker: every bullmq WorkerOptions (connection, concurrency, prefix, ...), which
+ * work as in a plain Worker, and the throttles with what they need.
+ * @example
+ * ```ts
+ * const worker = new ThrottledWorker('payments', processor, {
+ *   connection,
+ *   concurrency: 20,
+ *   throttles: [Throttle.named('stripe').limit(100, '1s')],
+ * });
+ * ```
+ */
 export interface ThrottledWorkerOptions extends WorkerOptions {
-  /** The throttles this worker's processor is held to; they apply to every job of the queue, whoever takes it. */
+  /**
+   * The throttles this worker's processor is held to; they apply to every job of the queue, whoever takes it.
+   * Required; `[]` declares none.
+   */
   throttles: readonly Throttle[];
-  /** Computes attributes (for Key.attribute keys) once per job, when the throttle layer first sees it. */
+  /**
+   * Computes attributes (for Key.attribute keys) once per job, when the throttle layer first sees it; they are
+   * stored with the job. A function that throws holds the job as missing every attribute key.
+   * @default none: every Key.attribute key counts as missing
+   * @example
+   * ```ts
+   * attributes: (job) => ({ tier: job.data.plan === 'pro' ? 'pro' : 'free' }),
+   * ```
+   */
   attributes?: AttributesFunction;
-  /** A pino logger; quiet by default. */
+  /**
+   * A pino logger for what the throttle layer does (declarations registered, pauses, holds, Redis errors).
+   * @default a silent pino logger
+   */
   logger?: Logger;
-  /** How long a crashed worker's declarations outlive it (ms; default 15 000). Refreshed every third of it. */
+  /**
+   * How long a crashed worker's declarations outlive it (ms). Refreshed every third of it, the worker's
+   * heartbeat (5 s by default).
+   * @default 15000
+   */
   declarationTtlMs?: number;
   /**
    * h. In exact delivery (the queue's keys and its throttles' in one slot or server), more than 0 counts each
@@ -46,7 +76,13 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    * that give the same grantor share their throttles. Deliveries are then leased (see leaseMs).
    * @default the worker's own connection
    */
-  grantor?: { connection: ConnectionInput };
+  grantor?: {
+    /**
+     * The Redis that counts the throttles: ioredis options, a redis:// URL, a Cluster's seeds
+     * (`{ startupNodes }`), or an ioredis client (which the worker never closes).
+     */
+    connection: ConnectionInput;
+  };
   /**
    * The Redis holding the throttles never loses a write it acknowledged (AOF with appendfsync always, and no
    * failover to a replica that lags). When that Redis restarts or a replica takes over, the throttles it
@@ -175,6 +211,19 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     return ready;
   }
 
+  /**
+   * As Worker's run: starts processing jobs, once the worker's connection is ready and its throttle declarations
+   * are registered. Call it when `autorun` is false; it resolves when the worker stops running (after close).
+   * A failed start rejects, and is emitted once as `error` too.
+   * @throws {@link RedisSetupError} when Redis refuses what the worker needs in a way that waiting does not change
+   *   (ACL, credentials, Cluster layout, a missing command).
+   * @throws {@link ThrottleConflictError} when a live worker of the namespace declares a throttle of the same name
+   *   with another key or cost.
+   * @throws {@link InvalidOptionError} when `leaseMs` is 0 but deliveries must be leased (a `grantor`, or throttles
+   *   counted in another Redis Cluster slot).
+   * @throws Error when the worker was closed before it started; as bullmq's, when it is already running or has
+   *   no processor.
+   */
   override async run(): Promise<void> {
     await this.gate.ready;
     return super.run();
@@ -305,9 +354,20 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> {
   // bullmq's own overloads, and these: an intersection of call signatures is an overload set.
+  /**
+   * As Worker's `on`, and for the throttle events too (see {@link ThrottleEventListeners}): `'throttle:held'`,
+   * `'throttle:paused'` and `'throttle:recovery'`. Returns the worker.
+   * @example
+   * ```ts
+   * worker.on('throttle:held', ({ throttle, waiting }) => console.log(`${waiting} jobs wait on ${throttle}`));
+   * ```
+   */
   on: Worker<DataType, ResultType, NameType>['on'] & ThrottleListen<this>;
+  /** As Worker's `once`, and for the throttle events too (see {@link ThrottleEventListeners}). Returns the worker. */
   once: Worker<DataType, ResultType, NameType>['once'] & ThrottleListen<this>;
+  /** As Worker's `off`, and for the throttle events too (see {@link ThrottleEventListeners}). Returns the worker. */
   off: Worker<DataType, ResultType, NameType>['off'] & ThrottleListen<this>;
 }
 
-type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: ThrottleEventListeners[E]) => W;
+/** `on`, `once` and `off` for the throttle events (ThrottleEventListeners), returning the worker. */
+export type ThrottleListen<W> = <E extends ThrottleEventName>(event: E, listener: ThrottleEventListeners[E]) => W;

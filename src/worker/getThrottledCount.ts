@@ -8,13 +8,31 @@ import { forgetRemovedJobs } from './forgetRemovedJobs';
  * connection as `backend.client` in bullmq 6 and as `client` in bullmq 5.
  */
 export interface QueueLike {
+  /** The queue's name. */
   readonly name: string;
-  readonly opts: { prefix?: string };
+  /** The queue's options; only `prefix` is read. */
+  readonly opts: {
+    /**
+     * bullmq's key prefix of the queue.
+     * @default 'bull'
+     */
+    prefix?: string;
+  };
+  /** bullmq's key names of the queue, by type (`events` is read: removals of held jobs are found there). */
   readonly keys: Readonly<Record<string, string>>;
-  readonly backend?: { readonly client: Promise<unknown> };
+  /** bullmq 6: where the queue keeps its connection. Either this or `client` must be there. */
+  readonly backend?: {
+    /** Resolves to the queue's ioredis client. */
+    readonly client: Promise<unknown>;
+  };
+  /** bullmq 5: resolves to the queue's ioredis client; read when `backend` is absent. */
   readonly client?: Promise<unknown>;
 }
 
+/**
+ * How many of a queue's jobs the throttle layer holds (jobs). bullmq's own counts (`queue.getJobCounts()`) do
+ * not include them: a held job is in none of bullmq's lists.
+ */
 export interface ThrottledCount {
   /** Jobs held in their buckets' classes (waiting for room, or about to go). */
   held: number;

@@ -8,9 +8,13 @@ import { jobCost } from './jobCost';
 
 /** What the attributes function sees of a job: enough to decide, nothing it could change. */
 export interface AttributeSource {
+  /** The job's id (`job.id`). */
   readonly id: string;
+  /** The job's name (`job.name`); '' when the job has none. */
   readonly name: string;
+  /** The job's data, parsed from its stored JSON (`job.data`); undefined when the stored data is not JSON. */
   readonly data: unknown;
+  /** The job's options as stored (`job.opts`: priority, delay, attempts, ...); {} when they cannot be read. */
   readonly opts: Readonly<Record<string, unknown>>;
 }
 

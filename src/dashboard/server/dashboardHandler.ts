@@ -12,27 +12,65 @@ import { route } from './routes';
 import { OverviewSampler } from './sampler';
 import { EventStreams } from './sse';
 
+/**
+ * The options of createDashboardHandler: where to read the throttles, where the page is mounted, and whether
+ * it may change them. docs/dashboard.md has the table.
+ * @example
+ * ```ts
+ * app.use('/admin/throttles', requireAdmin, createDashboardHandler({ connection, writes: true }));
+ * ```
+ */
 export interface DashboardOptions {
   /** ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), or an ioredis client (never closed by the dashboard). */
   connection: ConnectionInput;
-  /** bullmq's key prefix of the queues (default 'bull'). */
+  /**
+   * bullmq's key prefix of the queues.
+   * @default 'bull'
+   */
   prefix?: string;
-  /** The throttle namespace, as the workers' `throttlePrefix` (default: the prefix). */
+  /**
+   * The throttle namespace, as the workers' `throttlePrefix`.
+   * @default the prefix
+   */
   throttlePrefix?: string;
-  /** The workers' `grantor`, when they count their throttles on another Redis (see ThrottleAdmin's option). */
-  grantor?: { connection: ConnectionInput };
+  /**
+   * The workers' `grantor`, when they count their throttles on another Redis (see ThrottleAdmin's option). The
+   * charts' history is kept there too.
+   * @default none: the throttles are read on `connection`
+   */
+  grantor?: {
+    /**
+     * The Redis that counts the throttles: ioredis options, a redis:// URL, a Cluster's seeds
+     * (`{ startupNodes }`), or an ioredis client (never closed by the dashboard).
+     */
+    connection: ConnectionInput;
+  };
   /**
    * Where the dashboard is mounted, when the framework does not say: '/throttles' behind Fastify's
    * `reply.raw`. Express's `app.use('/throttles', handler)` says it itself (req.baseUrl); default: the root.
+   * @default Express's `req.baseUrl`, else the root
    */
   basePath?: string;
-  /** Allow pauses, resumes, limit overrides and releases of held jobs from the page (default false: read-only). */
+  /**
+   * Allow pauses, resumes, limit overrides and releases of held jobs from the page; without it, a write is
+   * answered 403.
+   * @default false (read-only)
+   */
   writes?: boolean;
-  /** Queues to show even with no live ThrottledWorker (to see, or release, what a crashed worker left held). */
+  /**
+   * Queues to show even with no live ThrottledWorker (to see, or release, what a crashed worker left held).
+   * @default none: the queues with a live ThrottledWorker
+   */
   queues?: string[];
-  /** How often the statistics are sampled for the charts and sent to open pages (ms; default 1000). */
+  /**
+   * How often the statistics are sampled for the charts and sent to open pages (ms).
+   * @default 1000
+   */
   sampleEveryMs?: number;
-  /** Samples kept per limit for the charts, in memory and in Redis (default 3600: an hour at one a second). */
+  /**
+   * Samples kept per limit for the charts, in memory and in Redis (3600: an hour at one a second).
+   * @default 3600
+   */
   historySamples?: number;
 }
 
