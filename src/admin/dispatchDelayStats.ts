@@ -4,6 +4,7 @@ import { RedisClient } from '../redis/connection';
 export interface DispatchDelayStats {
   /** The worst worker's p50 and p99 (ms). */
   p50Ms: number;
+  /** The worst worker's p99 (ms): the highest p99 of the live workers (`p50Ms` is the same worker's p50). */
   p99Ms: number;
   /** Delays sampled, over the workers. */
   samples: number;

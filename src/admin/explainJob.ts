@@ -12,14 +12,24 @@ import { BucketStats } from './types';
 
 /** Why one job is not delivered yet (ThrottleAdmin.explainJob). */
 export interface JobExplanation {
+  /** The queue's name, as asked for. */
   queue: string;
+  /** The job's id, as asked for. */
   jobId: string;
   /** 'held': the throttle layer holds it; otherwise bullmq's state ('waiting', 'active', 'completed', ...). */
   state: string;
   /** Held waiting on a bucket without room (its class waits on it), held and about to go, or not held. */
   held: 'waiting-on-bucket' | 'ready' | null;
   /** Every bucket the job draws from under the queue's throttles, with what it counts now and what the job costs there (1 unless its throttle declares a cost). */
-  buckets: (BucketStats & { holdsIt: boolean; cost: number })[];
+  buckets: (BucketStats & {
+    /** Whether this bucket holds the job now: the job's class waits on it for room. */
+    holdsIt: boolean;
+    /**
+     * What one delivery of the job counts in this bucket: 1 unless its throttle declares a cost; 0 when its cost
+     * cannot be counted (such a job fails when delivered).
+     */
+    cost: number;
+  })[];
   /**
    * When the bucket(s) holding it have room again (ms, Redis clock); null when nothing holds it, or when a pause
    * without an end does (a holding bucket's nextRoomAt is null: room returns only when it is resumed).
@@ -34,6 +44,7 @@ export interface JobExplanation {
   estimatedAt: number | null;
   /** One line a person can act on. */
   reason: string;
+  /** Redis time of the answer (ms): the clock of the throttle namespace's node, read before the buckets. */
   at: number;
 }
 

@@ -5,6 +5,11 @@
  */
 export const HOLD_BOUNDS_MS: readonly number[] = [100, 1000, 10_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000, 86_400_000];
 
+/**
+ * How long a throttle's delivered jobs waited on its full buckets (ThrottleStats.holdTimes), since its keys were
+ * created: a cumulative histogram with upper bounds of 100 ms, 1 s, 10 s, 1 min, 5 min, 10 min, 30 min, 1 h, 6 h
+ * and 24 h, then one for every delivery. A job that never waited counts in the first bucket.
+ */
 export interface HoldTimes {
   /** Deliveries that waited at most `HOLD_BOUNDS_MS[i]` (cumulative, as Prometheus buckets), then all of them. */
   readonly cumulative: readonly number[];

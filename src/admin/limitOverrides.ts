@@ -7,22 +7,43 @@ import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 
-/** A limit as setLimits takes it: at most `max` in any window of `window`. */
+/**
+ * A limit as setLimits takes it: at most `max` in any window of `window`.
+ *
+ * @example
+ * await admin.setLimits('stripe', [{ max: 50, window: '1s' }, { max: 1000, window: '1m' }]);
+ */
 export interface LimitInput {
+  /** N: the most deliveries of one bucket in any one window (cost units, with a cost), a positive whole number. */
   max: number;
+  /** The window: milliseconds (a whole number, at least 1), or text such as '250ms', '1s', '1m'. */
   window: WindowInput;
 }
 
+/**
+ * Options of ThrottleAdmin.setLimits: which bucket the override is for, and how long it lasts.
+ *
+ * @example
+ * await admin.setLimits('stripe-per-customer', [{ max: 100, window: '1s' }], { key: ['bigco'], ttlMs: 600_000 });
+ */
 export interface SetLimitsOptions {
-  /** One bucket (a plan tier): its key values; omitted: the whole throttle. */
+  /**
+   * One bucket (a plan tier): its key values (null for the missing-key bucket); omitted: the whole throttle.
+   * @default undefined (the whole throttle)
+   */
   key?: readonly KeyValue[] | null;
-  /** The override lapses after this long; omitted: until cleared. */
+  /**
+   * The override lapses after this long (ms, a positive number, rounded up); omitted: until cleared.
+   * @default undefined (until clearLimits)
+   */
   ttlMs?: number;
 }
 
 /** An override in force: its limits, and until when (ms, Redis clock; null: until cleared). */
 export interface LimitOverride {
+  /** The limits that replace the declared window limits, shortest window first. */
   limits: Limit[];
+  /** When the override lapses (ms, Redis clock); null: until cleared. */
   until: number | null;
 }
 

@@ -2,8 +2,11 @@ import { Rate } from '../declarations/Rate';
 
 /** A bucket's rate as lua/includes/rateCounter.lua counts it. */
 export interface RateReading {
+  /** The rate's n: deliveries (cost units, with a cost) on average per `perMs`. */
   n: number;
+  /** The period `n` is counted over (ms). */
   perMs: number;
+  /** The most deliveries (cost units, with a cost) an idle bucket lets go at once. */
   burst: number;
   /** Deliveries the rate would let go at once now. */
   room: number;

@@ -5,17 +5,42 @@ import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 
-/** How a pause is asked for: for a while, until a time (ms, Redis clock), or (neither) until resumed. */
+/**
+ * How a pause is asked for (ThrottleAdmin.pause): for a while, until a time (ms, Redis clock), or (neither) until
+ * resumed; of the whole throttle, or of one bucket.
+ *
+ * @example
+ * await admin.pause('stripe', { forMs: 60_000 });              // every bucket, for a minute
+ * await admin.pause('stripe-per-customer', { key: ['acme'] }); // one bucket, until resumed
+ */
 export interface PauseOptions {
+  /**
+   * How long the pause lasts (ms), from now on the Redis clock: a positive number. Give it or `untilMs`, not both.
+   * @default undefined (with no untilMs either: until resumed)
+   */
   forMs?: number;
+  /**
+   * When the pause ends (ms since the epoch, Redis clock): a time after now. Give it or `forMs`, not both.
+   * @default undefined (with no forMs either: until resumed)
+   */
   untilMs?: number;
-  /** One bucket: its key values (null for the missing-key bucket); omitted: every bucket of the throttle. */
+  /**
+   * One bucket: its key values (null for the missing-key bucket); omitted: every bucket of the throttle.
+   * @default undefined (every bucket)
+   */
   key?: readonly KeyValue[] | null;
 }
 
+/**
+ * The pauses in force on a throttle (ThrottleStats.paused, the `throttle:paused` event): the whole throttle's,
+ * and how many of its buckets are paused on their own.
+ */
 export interface ThrottlePause {
   /** Every bucket of the throttle is paused until then (ms, Redis clock; null: until resumed); undefined: not paused. */
-  all?: { until: number | null };
+  all?: {
+    /** When the whole throttle's pause ends (ms, Redis clock); null: until resumed. */
+    until: number | null;
+  };
   /** Buckets paused on their own (RetryAfterError, admin.pause with a key). */
   buckets: number;
 }

@@ -12,6 +12,7 @@ import type { DispatchDelayStats } from './dispatchDelayStats';
 
 /** A throttle as it applies after combining every live declaration. */
 export interface ThrottleSummary {
+  /** The throttle's name, as declared with `Throttle.named(name)`. */
   name: string;
   /** Effective limits: every declared limit, the smallest N per window. */
   limits: Limit[];
@@ -21,13 +22,26 @@ export interface ThrottleSummary {
   concurrency: number | null;
   /** Key parts, as Key.data('customer') etc.; null for an unkeyed throttle. */
   key: string[] | null;
+  /**
+   * The key's parts as data (such as `{ kind: 'data', path: 'customer' }`), in the key's order; null for an
+   * unkeyed throttle. `key` says the same as text.
+   */
   keyParts: KeyPart[] | null;
+  /**
+   * What the throttle does with a job lacking its key: Missing.SharedBucket when any live declaration says so,
+   * else Missing.Unthrottled. An unkeyed throttle ignores it.
+   */
   missing: Missing;
   /** Live ThrottledWorkers declaring it (on any queue for throttleStats, on this queue for queueStats). */
   declaredBy: number;
 }
 
+/**
+ * What ThrottleAdmin.queueStats says of one queue: bullmq's job counts beside the jobs the throttle layer holds,
+ * the throttles in effect on it, and its workers. The held figures are read at one moment (`at`), so they add up.
+ */
 export interface QueueStats {
+  /** The queue's name, as asked for. */
   queue: string;
   /** bullmq's own counts (queue.getJobCounts()). */
   counts: Record<string, number>;
@@ -53,9 +67,14 @@ export interface QueueStats {
   at: number;
 }
 
+/** One bucket of ThrottleStats.topBuckets: its key, and how many jobs wait on it. */
 export interface BucketSummary {
   /** The key values (null for the shared bucket of jobs missing the key; [] for an unkeyed throttle). */
   key: KeyValue[] | null;
+  /**
+   * Jobs waiting on the bucket for room, added up over the queues where it is among their `top` busiest (exact
+   * when one queue holds the bucket's jobs, as it usually does).
+   */
   waiting: number;
 }
 
@@ -70,8 +89,19 @@ export interface ThrottleStats extends ThrottleSummary {
   waiting: number;
   /** The buckets with the most jobs waiting, most first. */
   topBuckets: BucketSummary[];
-  /** Per limit: deliveries in the last window (all buckets together), against the limit. */
-  lastWindow: { windowMs: number; max: number; delivered: number }[];
+  /**
+   * Per declared limit: deliveries in the last window (all buckets together), against the limit. An unkeyed
+   * throttle's come from its one bucket's counter; a keyed one's from the queues' counts in slots of a sixtieth
+   * of the longest window, so they are close to the window, not exact.
+   */
+  lastWindow: {
+    /** The limit's window (ms). */
+    windowMs: number;
+    /** The declared limit's N for one bucket (an override in force does not change it here). */
+    max: number;
+    /** Deliveries in the last `windowMs`, every bucket and queue together: for a keyed throttle it can pass `max`. */
+    delivered: number;
+  }[];
   /** Since the throttle's keys were created. */
   deliveredTotal: number;
   /**
@@ -91,7 +121,12 @@ export interface ThrottleStats extends ThrottleSummary {
   /** Processor start minus processedOn over the live workers (null before any job started), and the leaseMs that covers it. */
   dispatchDelay: DispatchDelayStats | null;
   /** Overrides in force: the whole throttle's (its limits replace `limits`' declared ones), and how many buckets have their own. */
-  overrides: { throttle: LimitOverride | null; buckets: number };
+  overrides: {
+    /** The whole throttle's override (setLimits without a key); null when none is in force. */
+    throttle: LimitOverride | null;
+    /** How many buckets have an override of their own in force (setLimits with a key). */
+    buckets: number;
+  };
   /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */
   paused: ThrottlePause | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
@@ -100,14 +135,34 @@ export interface ThrottleStats extends ThrottleSummary {
   oldestWaitingMs: number | null;
   /** How long delivered jobs waited on its full buckets (since its keys were created): a histogram, src/admin/holdTimes.ts. */
   holdTimes: HoldTimes;
+  /** Redis time of the answer (ms): the clock of the node holding the throttle namespace, when it was read. */
   at: number;
 }
 
+/**
+ * What ThrottleAdmin.throttleBucket says of one bucket: what each limit in force counts, its rate, concurrency
+ * and pause, the jobs waiting on it, and when room returns. Its counters and pauses are read at one moment
+ * (`at`), so they agree: never "full" beside "room now".
+ */
 export interface BucketStats {
+  /** The throttle's name. */
   throttle: string;
+  /**
+   * The bucket's key values, in the order of the key's parts; [] for an unkeyed throttle's one bucket; null for
+   * the shared bucket of jobs missing the key.
+   */
   key: KeyValue[] | null;
-  /** Per limit: tokens counted in the window now. */
-  limits: { windowMs: number; max: number; counted: number; roomAt: number | null }[];
+  /** Per limit in force (see `limitSource`): tokens counted in the window now. */
+  limits: {
+    /** The limit's window (ms). */
+    windowMs: number;
+    /** The limit's N: the most tokens in one window (one per delivery, or the job's cost). */
+    max: number;
+    /** Tokens the window counts now, as the delivery scripts count them. */
+    counted: number;
+    /** When one more token fits (ms, Redis clock); null when one fits now. */
+    roomAt: number | null;
+  }[];
   /** Where `limits` come from: the declarations, or an override (the bucket's own, else the throttle's). */
   limitSource: 'declared' | 'override';
   /** What the bucket can sustain under its limits, and which limit sets it. */
@@ -121,14 +176,26 @@ export interface BucketStats {
    * release, or a check within a second, takes it out). `leased`: of those, the units held by workers in leased delivery, for their jobs in
    * flight and for their next ones (given back within about a second of going unused).
    */
-  inFlight: { max: number; counted: number; leased: number } | null;
+  inFlight: {
+    /** The throttle's concurrency: the most units (jobs, or cost units with a cost) in flight at once. */
+    max: number;
+    /** Units counted in flight now (a job that ended counts until its release takes it out). */
+    counted: number;
+    /** Of `counted`, the units held by workers in leased delivery. */
+    leased: number;
+  } | null;
   /** The pause on this bucket (its own or the throttle's), until when (ms, Redis clock; null: until resumed); null: none. */
-  paused: { until: number | null } | null;
+  paused: {
+    /** When the pause ends (ms, Redis clock); null: until resumed. */
+    until: number | null;
+  } | null;
+  /** Jobs waiting on this bucket for room, over every queue where the throttle is declared. */
   waiting: number;
   /**
    * When room for one more delivery next frees up (ms, Redis clock); `at` when there is room now; null while a
    * pause without an end holds the bucket (room returns only when it is resumed).
    */
   nextRoomAt: number | null;
+  /** Redis time of the read (ms): the clock of the node holding the throttle namespace. */
   at: number;
 }
