@@ -259,12 +259,19 @@ local function memberOf(job)
   return job.member
 end
 
--- Jobs their worker put back (lua/lateStartPutBack-n.lua) go first among their priority, as lifo jobs do. Whether
+-- Jobs their worker put back (lua/markPutBack-1.lua) go first among their priority, as lifo jobs do. Whether
 -- the queue has any is read once a run, when a fresh job first needs it. (One local: the main chunk is near 200.)
 local putBack = { key = KEYS[17], exists = nil }
-function putBack.has(jobId)
+function putBack.any()
   if putBack.exists == nil then putBack.exists = rcall('EXISTS', putBack.key) == 1 end
-  return putBack.exists and rcall('SISMEMBER', putBack.key, jobId) == 1
+  return putBack.exists
+end
+function putBack.has(jobId)
+  return putBack.any() and rcall('SISMEMBER', putBack.key, jobId) == 1
+end
+-- Takes the job's mark: whether it had one.
+function putBack.take(jobId)
+  return putBack.any() and rcall('SREM', putBack.key, jobId) == 1
 end
 
 -- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
@@ -297,10 +304,7 @@ local function takeFresh()
   local job = fresh
   fresh = nil
   -- Its mark goes as it is taken; its order may be worked out after (when it is held).
-  if putBack.has(job.id) then
-    job.putBack = true
-    rcall('SREM', putBack.key, job.id)
-  end
+  if putBack.take(job.id) then job.putBack = true end
   if job.from == 'prioritized' then
     rcall('ZREM', prioritizedKey, job.id)
   elseif job.from == 'wait' then
