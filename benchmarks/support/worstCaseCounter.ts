@@ -1,30 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { LUA_DIR } from '../../src/lua/luaBundler';
-import { slotGeometry, SLOTS_PER_WINDOW, STEPS_PER_SLOT } from '../../src/admin/readCounter';
+import { SLOTS_PER_WINDOW, windowGeometry } from '../../src/grant/windowGeometry';
 
-function luaConstant(name: string): number {
-  const source = readFileSync(join(LUA_DIR, 'includes', 'windowCounter.lua'), 'utf8');
-  const match = new RegExp(`${name}\\s*=\\s*(\\d+)`).exec(source);
-  if (!match) throw new Error(`lua/includes/windowCounter.lua no longer defines ${name}`);
-  return Number(match[1]);
-}
-
-/** SLOTS_PER_WINDOW as lua/includes/windowCounter.lua defines it, read from there so the two never disagree. */
-export function slotsPerWindow(): number {
-  return luaConstant('SLOTS_PER_WINDOW');
-}
-
-/**
- * The counter's slot and offset step in us, and its scale: the admin's reading of the geometry
- * (src/admin/readCounter.ts), once its constants are checked against the Lua's.
- */
+/** The counter's slot and offset step in us, and its scale (test/windowGeometry.property.test.ts holds them to the Lua's). */
 export function slotGeometryUs(windowMs: number): { slotUs: number; stepUs: number; scale: number } {
-  if (slotsPerWindow() !== SLOTS_PER_WINDOW || luaConstant('STEPS_PER_SLOT') !== STEPS_PER_SLOT) {
-    throw new Error('src/admin/readCounter.ts no longer reads counters with the slots lua/includes/windowCounter.lua writes');
-  }
-  return slotGeometry(windowMs);
+  return windowGeometry(windowMs);
 }
 
 /**
@@ -49,7 +28,7 @@ export async function constructWorstCaseCounter(redis: Redis, key: string, max: 
   const { slotUs, scale } = slotGeometryUs(windowMs);
   const due = Math.floor((Number(seconds) * 1_000_000 + Number(micros)) / slotUs);
   const indices = mostReleaseIndices(max, windowMs);
-  const fields: (string | number)[] = ['h', counterHeader(max, due + 1, due + indices, due + indices + Math.floor(slotsPerWindow() / 4))];
+  const fields: (string | number)[] = ['h', counterHeader(max, due + 1, due + indices, due + indices + Math.floor(SLOTS_PER_WINDOW / 4))];
   for (let i = 0; i < indices; i++) {
     const count = Math.floor(((i + 1) * max) / indices) - Math.floor((i * max) / indices);
     // Stored as count * scale + the slot's latest release offset (steps): the widest value.

@@ -11,7 +11,8 @@
   A slot is about W / SLOTS_PER_WINDOW long, in whole steps of about a thousandth of a slot (1 us for any W
   up to 220 ms, 5 us for 1 s), so a token is released within a step of its own release time at worst,
   however short W: a token is counted until g + W, not until the ms after it (which, at 100 per 100 ms,
-  alone would cost 1% of the rate).
+  alone would cost 1% of the rate). src/grant/windowGeometry.ts states the same geometry for the readers in
+  TypeScript; test/windowGeometry.property.test.ts holds the two together.
 
   Released slots are swept lazily: a stored n may still include released tokens, which only ever makes
   it look fuller, so a counter with n < N has room without looking further; one that looks full is swept

@@ -1,29 +1,19 @@
+import { tokenSlot, windowGeometry } from '../../src/grant/windowGeometry';
+
 /**
  * A reference model of the window counters in plain TypeScript, as small as it can be: each counter maps a
  * slot to its token count and the latest release time among them. The property test holds the Lua
  * scripts to it decision by decision.
  */
-export const SLOTS_PER_WINDOW = 220;
-const STEPS_PER_SLOT = 1000;
-
-/** A slot is about W / 220 long, a whole number of steps of about a thousandth of it (us). */
-function geometry(windowMs: number): { slot: number; step: number } {
-  const raw = Math.max(1, Math.floor((windowMs * 1000) / SLOTS_PER_WINDOW));
-  const step = Math.ceil(raw / STEPS_PER_SLOT);
-  return { slot: Math.floor(raw / step) * step, step };
-}
-
+// The slots are the package's own (src/grant/windowGeometry.ts), which a property test holds to the Lua's.
 export function slotUs(windowMs: number): number {
-  return geometry(windowMs).slot;
+  return windowGeometry(windowMs).slotUs;
 }
 
 /** A token's slot, and the slot's release time once the token is in it (at least the token's own). */
 export function slotOf(windowMs: number, grantUs: number, leaseMs: number): { k: number; releaseUs: number } {
-  const { slot, step } = geometry(windowMs);
-  const releaseUs = grantUs + (windowMs + leaseMs) * 1000;
-  const k = Math.ceil(releaseUs / slot);
-  const offset = Math.ceil((releaseUs - (k - 1) * slot) / step);
-  return { k, releaseUs: (k - 1) * slot + offset * step };
+  const { k, releaseUs } = tokenSlot(windowMs, grantUs, leaseMs);
+  return { k, releaseUs };
 }
 
 export interface ModelCounterRef {
