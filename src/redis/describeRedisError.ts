@@ -82,8 +82,9 @@ export async function describeRedisError(error: unknown, client: RedisClient | u
   if (code === 'CROSSSLOT' || /attempted to access a non local key/i.test(reply)) {
     return new RedisSetupError(
       `${start}the keys of ${what} are in different Redis Cluster hash slots${original}. ` +
-        `A ThrottledWorker's scripts touch bullmq's keys of the queue and this package's keys in one call: give the prefix ` +
-        `a hash tag so that they share one slot, e.g. prefix: '{${context.prefix.replace(/[{}]/g, '')}}' (as bullmq recommends for Cluster); ${SEE}.`,
+        `A ThrottledWorker's scripts touch bullmq's keys of the queue and this package's keys of it in one call: give the ` +
+        `queue name a hash tag (each queue in a slot of its own, e.g. '{orders}') or the prefix one (every queue in one slot, ` +
+        `e.g. prefix: '{${context.prefix.replace(/[{}]/g, '')}}'), as bullmq recommends for Cluster; ${SEE}.`,
       code, error,
     );
   }
