@@ -47,7 +47,7 @@ export interface GateOptions {
   attributes?: AttributesFunction;
   logger: Logger;
   declarationTtlMs: number;
-  /** h; undefined: 0 in exact delivery, DEFAULT_LEASE_MS in leased delivery. */
+  /** h; undefined: 'auto' in exact delivery (the worker chooses h), DEFAULT_LEASE_MS in leased delivery. */
   leaseMs?: number | 'auto';
   /** See ThrottledWorkerOptions.durableRedis. */
   durableRedis?: boolean;

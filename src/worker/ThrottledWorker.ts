@@ -62,7 +62,8 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    * delivery against windows of W + h, and a job a window counted starts within h of the call that delivered it
    * or not at all (it is put back held, no attempt made, its window tokens given back): so at most N processors
    * start in any window W, where the API sees it. 'auto' (the default): the worker chooses h from how long its
-   * processors take to start (1.5 times the p99, between 10 and 100 ms). 0 counts deliveries at bullmq's
+   * processors take to start (1.5 times the p99, at least 10 ms; at most 100 ms, or a thirtieth of the shortest
+   * window when that is less, though never a cap under 20 ms). 0 counts deliveries at bullmq's
    * processedOn only (the moment the delivery script ran): a processor may then start later, and two windows'
    * deliveries can start in one window of the API's. In leased
    * delivery (throttles counted in another slot, or on the `grantor`'s Redis), a leased token may be spent up
