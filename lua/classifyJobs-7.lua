@@ -6,7 +6,7 @@
 
   Input:
     KEYS[1] intake   KEYS[2] state   KEYS[3] ready-jobs   KEYS[4] classes   KEYS[5] marker
-    KEYS[6] class-state   KEYS[7] put-back (SET, see lua/markPutBack-1.lua)
+    KEYS[6] class-state   KEYS[7] put-back (SET, see lua/markPutBack-2.lua)
     ARGV[1] bullmq key prefix of the queue   ARGV[2] queue base of our keys   ARGV[3] config generation
     ARGV[4] n, then per job: id, class, priority, lifo (1/0), attributes JSON ('' to leave as stored)
 

@@ -4,7 +4,7 @@
   throttleStatsNotes: the total and the slot of :recent it went into), so that it counts once when it is
   delivered again, and the classes waiting on its buckets look again now (the job, back in wait, is delivered
   once it is classified; the tokens it was counted in were given back by lua/returnTokens-n.lua). It runs once
-  the job is back in wait, marked to go first there (lua/markPutBack-1.lua). Every key is in the queue's slot.
+  the job is back in wait, marked to go first there (lua/markPutBack-2.lua). Every key is in the queue's slot.
 
   Input:
     KEYS[1] the queue's wakeups (ZSET bucket id -> us)   KEYS[2] its lease-room (HASH bucket id -> us)

@@ -31,7 +31,7 @@
     KEYS[4]  events        KEYS[9]  ready-jobs    KEYS[14] stale          (SET)
     KEYS[5]  delayed       KEYS[10] ready-classes KEYS[15] class-state    (HASH class -> bucket id)
                                                  KEYS[16] removed-held   (SET, see forgetRemovedJobs)
-                                                 KEYS[17] put-back       (SET, see lua/markPutBack-1.lua)
+                                                 KEYS[17] put-back       (SET, see lua/markPutBack-2.lua)
                                                  KEYS[18] limiter        (bullmq's rate limiter STRING)
                                                  KEYS[19] refused-tokens (SET, see completeJobs)
     ARGV[1]  bullmq key prefix of the queue ("bull:orders:")

@@ -259,7 +259,7 @@ local function memberOf(job)
   return job.member
 end
 
--- Jobs their worker put back (lua/markPutBack-1.lua) go first among their priority, as lifo jobs do. Whether
+-- Jobs their worker put back (lua/markPutBack-2.lua) go first among their priority, as lifo jobs do. Whether
 -- the queue has any is read once a run, when a fresh job first needs it. (One local: the main chunk is near 200.)
 local putBack = { key = KEYS[17], exists = nil }
 function putBack.any()

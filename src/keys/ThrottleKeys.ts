@@ -182,6 +182,7 @@ export class ThrottleKeys {
       dispatchDelays: `${base}:dispatch-delay`,
       inFlight: `${base}:in-flight`,
       putBack: `${base}:put-back`,
+      bullmqJob: (jobId: string) => `${this.bullmqBase(queue)}${jobId}`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -245,9 +246,11 @@ export interface QueueThrottleKeys {
   /**
    * SET of job ids their worker put back (a processor that would have started too late): each goes first among
    * its priority again when it comes from wait, as bullmq places a job its processor rate-limited
-   * (lua/markPutBack-1.lua).
+   * (lua/markPutBack-2.lua).
    */
   readonly putBack: string;
+  /** bullmq's HASH of one job of the queue (`<prefix>:<queue>:<id>`): in the queue's slot, as every key here. */
+  bullmqJob(jobId: string): string;
   /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
   readonly dispatchDelays: string;
   /**

@@ -20,14 +20,16 @@ export interface PutBackContext {
 }
 
 /**
- * Marks the job put back (lua/markPutBack-1.lua), before bullmq moves it to wait: wherever a delivery meets it
- * there, it goes first among its priority again, as bullmq places a job its processor rate-limited. A mark that
- * fails only costs the job its place (logged).
+ * Marks the job put back (lua/markPutBack-2.lua), before bullmq moves it to wait: wherever a delivery meets it
+ * there, it goes first among its priority again, as bullmq places a job its processor rate-limited; and the start its
+ * delivery counted in attemptsStarted is taken back (its processor never ran). A mark that fails only costs the job
+ * its place and that start (logged).
  */
 export function markPutBack(context: PutBackContext, jobId: string): Promise<void> {
   const runner = context.runner();
   if (!runner) return Promise.resolve();
-  return runner.run('markPutBack', [context.queue().keys.putBack], [jobId]).then(() => undefined, (error: unknown) => {
+  const keys = context.queue().keys;
+  return runner.run('markPutBack', [keys.putBack, keys.bullmqJob(jobId)], [jobId]).then(() => undefined, (error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
   });
 }

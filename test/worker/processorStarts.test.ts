@@ -123,6 +123,28 @@ describe('processor starts, with a start deadline', () => {
     expect(started.get(order[1])! - started.get(order[0])!).toBeLessThan(400);
   });
 
+  it("a put-back takes back the start bullmq counted (attemptsStarted): a worker's maxStartedAttempts does not count it", async () => {
+    const queue = bed.queue('started');
+    await queue.addBulk(['a', 'b'].map((name) => ({ name, data: {}, opts: { attempts: 3 } })));
+    let starts = 0;
+    // As in the test above, the first start holds the loop past the other's deadline; each job then fails its first
+    // run and passes its second. Put back with its start still counted, the other would be at 2 of the
+    // maxStartedAttempts 2 when it failed, and bullmq would not retry it.
+    const worker: ThrottledWorker = bed.worker('started', async (job: Job) => {
+      const busyUntil = performance.now() + (++starts === 1 ? 60 : 0);
+      while (performance.now() < busyUntil) { /* busy */ }
+      if (job.attemptsMade === 0) throw new Error('the first run fails');
+    }, { concurrency: 2, leaseMs: 20, maxStartedAttempts: 2, throttles: [Throttle.named('two').limit(2, 400)] });
+    const failed: string[] = [];
+    worker.on('failed', (job) => { if (job && job.attemptsMade >= 3) failed.push(job.name); });
+    await waitFor(async () => (await queue.getCompletedCount()) + (await queue.getFailedCount()) === 2, 10_000, 'both jobs ended');
+    expect(worker.startDeadline.putBack).toBeGreaterThanOrEqual(1);
+    const jobs = await queue.getCompleted(0, 1);
+    expect(jobs.map((job) => ({ name: job.name, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted })).sort((x, y) => x.name.localeCompare(y.name)))
+      .toEqual([{ name: 'a', attemptsMade: 2, attemptsStarted: 2 }, { name: 'b', attemptsMade: 2, attemptsStarted: 2 }]);
+    expect(failed).toEqual([]);
+  });
+
   it('a job put back for starting late counts once in the statistics, where it was delivered again', async () => {
     const queue = bed.queue('stats');
     await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'call', data: { customer: `c${i % 3}` } })));
