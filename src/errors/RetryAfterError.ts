@@ -26,4 +26,18 @@ export class RetryAfterError extends Error {
     this.retryAfterMs = Math.ceil(retryAfterMs);
     if (options.throttle !== undefined) this.throttle = options.throttle;
   }
+
+  /**
+   * Whether `error` is a RetryAfterError, also where `instanceof` cannot tell: bullmq rebuilds the error of a
+   * sandboxed processor (a processor file) as a plain Error with its fields, and an app that loads both the
+   * CommonJS and the ESM build has two classes. The worker uses this test; so can a processor's own catch.
+   * @example
+   * catch (error) { if (RetryAfterError.is(error)) throw error; ... }
+   */
+  static is(error: unknown): error is RetryAfterError {
+    if (error instanceof RetryAfterError) return true;
+    const candidate = error as { name?: unknown; retryAfterMs?: unknown } | null;
+    return typeof candidate === 'object' && candidate !== null && candidate.name === 'RetryAfterError'
+      && typeof candidate.retryAfterMs === 'number' && Number.isFinite(candidate.retryAfterMs) && candidate.retryAfterMs > 0;
+  }
 }

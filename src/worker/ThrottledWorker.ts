@@ -282,9 +282,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
     }
-    if (err instanceof RetryAfterError) {
-      // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again.
-      await this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error));
+    if (RetryAfterError.is(err)) {
+      // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again; it is
+      // marked to go first there once they resume.
+      await Promise.all([
+        this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error)),
+        this.gate.latePutBacks.markRetryAfter(job.id),
+      ]);
       // bullmq's own path for a job its processor rate-limited: back to wait, no attempt counted.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
     }

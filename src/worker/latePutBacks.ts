@@ -31,8 +31,16 @@ export class LatePutBacks {
   /** lateStart refused the job: steps that come before the move begin now. */
   begin(late: LateDelivery): void {
     const giveBackAfterMove = this.context.delivery()?.mode !== 'leased';
-    const ready = Promise.all([markPutBack(this.context, late.jobId), giveBackAfterMove ? undefined : giveBack(this.context, late)]).then(() => undefined);
+    const ready = Promise.all([markPutBack(this.context, late.jobId, true), giveBackAfterMove ? undefined : giveBack(this.context, late)]).then(() => undefined);
     this.pending.set(late.jobId, { late, ready, giveBackAfterMove });
+  }
+
+  /**
+   * A processor sent the job back with RetryAfterError: marked, before bullmq moves it, to go first among its
+   * priority again (as bullmq places a job its processor rate-limited). It ran, so its start stays counted.
+   */
+  markRetryAfter(jobId: string | undefined): Promise<void> {
+    return jobId === undefined ? Promise.resolve() : markPutBack(this.context, jobId, false);
   }
 
   /** Before bullmq moves the job back to wait. */

@@ -25,11 +25,11 @@ export interface PutBackContext {
  * delivery counted in attemptsStarted is taken back (its processor never ran). A mark that fails only costs the job
  * its place and that start (logged).
  */
-export function markPutBack(context: PutBackContext, jobId: string): Promise<void> {
+export function markPutBack(context: PutBackContext, jobId: string, takeBackStart: boolean): Promise<void> {
   const runner = context.runner();
   if (!runner) return Promise.resolve();
   const keys = context.queue().keys;
-  return runner.run('markPutBack', [keys.putBack, keys.bullmqJob(jobId)], [jobId]).then(() => undefined, (error: unknown) => {
+  return runner.run('markPutBack', [keys.putBack, keys.bullmqJob(jobId)], [jobId, takeBackStart ? 1 : 0]).then(() => undefined, (error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
   });
 }

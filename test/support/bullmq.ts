@@ -28,7 +28,7 @@ export class WorkerTestBed {
     return queue;
   }
 
-  worker<D = any>(name: string, processor: ((job: import('bullmq').Job<D>, token?: string, signal?: AbortSignal) => Promise<unknown>) | null, opts: Omit<ThrottledWorkerOptions, 'connection'>): ThrottledWorker<D> {
+  worker<D = any>(name: string, processor: ((job: import('bullmq').Job<D>, token?: string, signal?: AbortSignal) => Promise<unknown>) | string | null, opts: Omit<ThrottledWorkerOptions, 'connection'>): ThrottledWorker<D> {
     const worker = new ThrottledWorker<D>(name, processor, { connection: this.connection, prefix: this.prefix, ...opts });
     worker.on('error', (e) => { if (process.env.DEBUG_ERRORS) process.stderr.write('worker error: ' + e.message + '\n'); });
     this.closers.push(() => worker.close());

@@ -105,6 +105,41 @@ describe('pausing throttles and buckets', () => {
     expect(job!.attemptsMade).toBe((await queue.getJob(starts.find((s) => s.customer === 'globex')!.id))!.attemptsMade);
   });
 
+  it('a job sent back with RetryAfterError goes first again, ahead of the jobs held while it ran', async () => {
+    const queue = bed.queue('retry-first');
+    const order: string[] = [];
+    // a, b and c fill the window; d, e and f are held for it while a runs and is turned away.
+    bed.worker('retry-first', async (job: Job) => {
+      order.push(job.name);
+      if (job.name === 'a' && job.attemptsStarted === 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        throw new RetryAfterError(200);
+      }
+    }, { concurrency: 6, throttles: [Throttle.named('three').limit(3, '1s')] });
+    await queue.addBulk(['a', 'b', 'c', 'd', 'e', 'f'].map((name) => ({ name, data: {} })));
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 6, 10_000, 'every job completed');
+    expect(order.slice(0, 3).sort()).toEqual(['a', 'b', 'c']);
+    // As bullmq places a job its processor rate-limited: first again when the window has room.
+    expect(order.slice(3)).toEqual(['a', 'd', 'e', 'f']);
+  });
+
+  it('a RetryAfterError from a sandboxed processor (a processor file) pauses and puts back as one thrown in process', async () => {
+    const queue = bed.queue('sandboxed');
+    const worker = bed.worker('sandboxed', join(__dirname, '..', 'support', 'sandboxedRetryAfter.js'), { concurrency: 2, throttles: [perCustomer] });
+    const failed: string[] = [];
+    const deliveredAt: number[] = [];
+    worker.on('failed', (job) => failed.push(job?.id ?? '?'));
+    worker.on('active', (job) => deliveredAt.push(job.processedOn!));
+    const turnedAway = await queue.add('call', { customer: 'acme', turnedAway: true });
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 1, 10_000, 'the job completed on its second delivery');
+    expect(failed).toEqual([]);
+    const job = (await queue.getJob(turnedAway.id!))!;
+    expect({ attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted }).toEqual({ attemptsMade: 1, attemptsStarted: 2 });
+    // Its second delivery waited for the bucket's pause: 400 ms from the throw, which came after the first delivery.
+    expect(deliveredAt).toHaveLength(2);
+    expect(deliveredAt[1] - deliveredAt[0]).toBeGreaterThanOrEqual(400);
+  });
+
   it('a RetryAfterError thrown in one worker process pauses the bucket in every other (real child processes)', async () => {
     const queue = bed.queue('retry-after-processes');
     const pauseMs = 1_500;
