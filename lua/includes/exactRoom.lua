@@ -58,13 +58,43 @@ local inFlightJobs = {}
 -- invariant only for tokens spent within H of their grant: when H is shorter than the call's h, the ticket
 -- starts "<H ms>#" (the job's deadline; '#' never occurs in a bucket id). Rates keep what they granted
 -- (includes/rateCounter says why), and concurrency returns as the job ends, so neither is given back.
--- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts, windowed and the
--- rates' deadline (rateH) by job, delivered().
-local roomTicketing = { tickets = {}, parts = {}, windowed = {}, rateH = {} }
+--
+-- A bucket far from full counts this run's deliveries with a longer lease (its windows' tokens held for W + L,
+-- L = its shortest window, at most LONG_LEASE_MS): the same proof holds for any lease a token is counted with
+-- (the starts in any window W come from tokens all counted at the last of their grants), and a job that only
+-- such buckets counted may start up to L late instead of h, so a busy event loop does not send back jobs that
+-- no limit was near. Far from full: every window holds at most a quarter of its N with this delivery, so that
+-- at most about that much room returns later than W + h should demand rise. Such a bucket's part of the ticket
+-- ends "~<L>" (its windows' lease, to give them back), and the job's deadline is the least lease that counted
+-- it: "<D>#" first when that is not h. The record's hmax (includes/grantorRecovery) takes L, so that a
+-- failover's recovery counts these tokens for as long.
+-- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts, windowed, the
+-- rates' deadline (rateH) and the windows' least lease (windowL) by job, the longest lease used, delivered().
+local roomTicketing = { tickets = {}, parts = {}, windowed = {}, rateH = {}, windowL = {}, longestL = 0, LONG_LEASE_MS = 250 }
+
+-- The lease this run counts the bucket's windows with: h, or the longer one while the bucket is far from full.
+function roomTicketing.leaseFor(counters, cost)
+  local lease = counters.runLeaseMs
+  if lease then return lease end
+  lease = exactRoomContext.leaseMs
+  if lease > 0 and #counters > 0 then
+    local long = roomTicketing.LONG_LEASE_MS
+    for i = 1, #counters do
+      local counter = counters[i]
+      if counter.n + cost > counter.max / 4 then long = 0 end
+      if counter.g.windowMs < long then long = counter.g.windowMs end
+    end
+    if long > lease then lease = long end
+  end
+  counters.runLeaseMs = lease
+  if lease > roomTicketing.longestL then roomTicketing.longestL = lease end
+  return lease
+end
 
 local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
-  addBucketTokens(counters, cost, exactRoomContext.leaseMs)
+  local lease = roomTicketing.leaseFor(counters, cost)
+  addBucketTokens(counters, cost, lease)
   if exactRoomContext.leaseMs > 0 then
     local windows = {}
     for i = 1, #counters do windows[i] = counters[i].g.windowMs end
@@ -73,8 +103,12 @@ local function spendRoom(counters, fresh, jobId, cost)
       parts = {}
       roomTicketing.parts[jobId] = parts
     end
-    parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',')
-    if #counters > 0 then roomTicketing.windowed[jobId] = true end
+    parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',') .. (lease ~= exactRoomContext.leaseMs and ('~' .. lease) or '')
+    if #counters > 0 then
+      roomTicketing.windowed[jobId] = true
+      local least = roomTicketing.windowL[jobId]
+      if least == nil or lease < least then roomTicketing.windowL[jobId] = lease end
+    end
     local rate = counters.rate
     if rate and rate.leaseMs > 0 then
       roomTicketing.windowed[jobId] = true
@@ -112,6 +146,10 @@ end
 
 local function saveRoom()
   saveBucketCounters(exactRoomContext.queueBase)
+  if roomTicketing.longestL > exactRoomContext.leaseMs then
+    local recordKey = exactRoomContext.throttlePrefix .. ':grantor'
+    if roomTicketing.longestL > (tonumber(rcall('HGET', recordKey, 'hmax')) or 0) then rcall('HSET', recordKey, 'hmax', roomTicketing.longestL) end
+  end
   for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
   saveThrottleStats(exactRoomContext.queueBase, exactRoomContext.throttlePrefix, exactRoomContext.nowMs)
 end
@@ -121,7 +159,10 @@ function roomTicketing.delivered(jobId)
   -- Without a deadline (h 0) nothing reads tickets: the delivery script does no more than it did.
   if exactRoomContext.leaseMs <= 0 then return end
   local parts = roomTicketing.windowed[jobId] and roomTicketing.parts[jobId]
+  -- The job's deadline: the least lease that counted it, its windows' or a rate's.
+  local least = roomTicketing.windowL[jobId] or exactRoomContext.leaseMs
   local rateH = roomTicketing.rateH[jobId]
-  local deadline = (rateH and rateH < exactRoomContext.leaseMs) and (rateH .. '#') or ''
+  if rateH and rateH < least then least = rateH end
+  local deadline = least ~= exactRoomContext.leaseMs and (least .. '#') or ''
   roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and (deadline .. table.concat(parts, '|')) or ''
 end

@@ -25,23 +25,30 @@ interface TicketBucket {
   readonly cost: number;
   /** Exact delivery: the windows (ms) that counted the job (none for a rate or a concurrency alone). */
   readonly windows: number[];
+  /**
+   * Exact delivery: the lease those windows counted the job with when it was not the call's h ("~<ms>": a bucket
+   * far from full, lua/includes/exactRoom.lua); undefined: h.
+   */
+  readonly leaseMs?: number;
   /** Leased delivery: the grants its tokens came from, "<grantUs>:<leaseMs>:<nonce>#<units>". */
   readonly grants: string[];
 }
 
 /**
- * An exact ticket's rate deadline: "<H ms>#" before the buckets when a rate's lease H is the job's deadline
+ * An exact ticket's deadline: "<D ms>#" before the buckets when the job must start within D rather than the call's
+ * h: the least lease that counted it, a rate's shorter one or the longer one of buckets far from full
  * (lua/includes/exactRoom.lua's roomTicketing; '#' never occurs in a bucket id), and the buckets after it.
  */
-export function rateDeadlineOf(ticket: string): { deadlineMs?: number; buckets: string } {
+export function deadlineOf(ticket: string): { deadlineMs?: number; buckets: string } {
   const sharp = ticket.indexOf('#');
   return sharp < 0 ? { buckets: ticket } : { deadlineMs: Number(ticket.slice(0, sharp)), buckets: ticket.slice(sharp + 1) };
 }
 
 /**
- * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!" or an exact one's "<H>#"): per bucket "<bucket id>$<cost>@<windows>"
- * (exact, windows joined by ',') or "<bucket id>$<cost>@^<grants>" (leased, grants joined by ','), joined by '|'.
- * Bucket ids are encoded (src/keys/keyEncoding.ts): '|', '$', '@', '^' and ',' never occur in them.
+ * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!" or an exact one's "<D>#"): per bucket
+ * "<bucket id>$<cost>@<windows>[~<lease>]" (exact, windows joined by ',') or "<bucket id>$<cost>@^<grants>"
+ * (leased, grants joined by ','), joined by '|'. Bucket ids are encoded (src/keys/keyEncoding.ts): '|', '$', '@',
+ * '^' and ',' never occur in them ('~' does, the missing-key bucket's, but a lease is read only after the last '@').
  */
 export function bucketsOfTicket(ticket: string): TicketBucket[] {
   return ticket.split('|').filter(Boolean).map((part) => {
@@ -49,7 +56,8 @@ export function bucketsOfTicket(ticket: string): TicketBucket[] {
     const dollar = part.lastIndexOf('$', at);
     const bucketId = part.slice(0, dollar);
     const eq = bucketId.indexOf('=');
-    const [windows, grants = ''] = part.slice(at + 1).split('^');
+    const [counted, grants = ''] = part.slice(at + 1).split('^');
+    const [windows, lease] = counted.split('~');
     return {
       bucketId,
       name: decodeSegment(bucketId.slice(0, eq)),
@@ -57,6 +65,7 @@ export function bucketsOfTicket(ticket: string): TicketBucket[] {
       cost: Number(part.slice(dollar + 1, at)),
       windows: windows.split(',').filter(Boolean).map(Number),
       grants: grants.split(',').filter(Boolean),
+      ...(lease ? { leaseMs: Number(lease) } : {}),
     };
   });
 }
@@ -68,7 +77,7 @@ export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
     bucket: b.bucket,
     nonce: `late.${late.jobId}.${late.grantUs}`,
     grantUs: late.grantUs,
-    leaseMs: late.hMs,
+    leaseMs: b.leaseMs ?? late.hMs,
     count: b.cost,
     windows: b.windows,
   }));

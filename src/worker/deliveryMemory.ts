@@ -1,5 +1,5 @@
 import { longestSpanMs } from '../declarations/mergeDeclarations';
-import { bucketsOfTicket, rateDeadlineOf } from '../delivery/lateStartTickets';
+import { bucketsOfTicket, deadlineOf } from '../delivery/lateStartTickets';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { encodeSegment } from '../keys/keyEncoding';
 import { RegistryEntry } from './queueConfig';
@@ -81,8 +81,9 @@ export class DeliveryMemory {
     const known = this.parsedTickets.get(ticket);
     if (known) return known;
     // A rate's state is not counted again from memory (it holds until a burst can fill: includes/recoveryHold),
-    // so only the buckets a window counted; a rate's deadline says nothing of them.
-    const parts = bucketsOfTicket(rateDeadlineOf(ticket).buckets)
+    // so only the buckets a window counted; the deadline says nothing of them (a longer lease is in the record's
+    // hmax, which the recount holds for).
+    const parts = bucketsOfTicket(deadlineOf(ticket).buckets)
       .filter((b) => b.windows.length > 0)
       .map((b) => ({ bucketId: b.bucketId, longestMs: Math.max(...b.windows), cost: b.cost }));
     if (this.parsedTickets.size >= PARSED_TICKETS) this.parsedTickets.clear();

@@ -1,4 +1,4 @@
-import { LateDelivery, rateDeadlineOf } from '../delivery/lateStartTickets';
+import { deadlineOf, LateDelivery } from '../delivery/lateStartTickets';
 import type { Limit } from '../declarations/Limit';
 import { BatchLimit } from './batchLimit';
 
@@ -110,12 +110,12 @@ export class StartDeadlines {
     this.sweep(sentAt);
     // Only a window (counting for W + h) or a rate granted with a lease (its rh) needs the deadline: a job counted
     // by neither (a concurrency, a rate without a lease, no throttle) gains nothing from it, and putting it back
-    // would waste a rate's token (rates keep what they grant). A rate whose lease is shorter than h names it
-    // first ("<H>#"), and the job must start within that.
+    // would waste a rate's token (rates keep what they grant). A job counted with another lease than h (a rate's
+    // shorter one, the longer one of buckets far from full) has its deadline first ("<D>#"), and must start within that.
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
-      const { deadlineMs, buckets } = rateDeadlineOf(tickets[i]);
-      this.pending.set(id, { sentAt, hMs, deadlineMs: Math.min(hMs, deadlineMs ?? hMs), grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
+      const { deadlineMs, buckets } = deadlineOf(tickets[i]);
+      this.pending.set(id, { sentAt, hMs, deadlineMs: deadlineMs ?? hMs, grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
     });
   }
 

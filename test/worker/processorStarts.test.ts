@@ -101,6 +101,43 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
+  it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends nothing back, and starts stay within the limit', async () => {
+    const queue = bed.queue('roomy');
+    await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));
+    const starts: Start[] = [];
+    // 10 delivered at once, each start holding the loop 15 ms: the last starts some 135 ms after its delivery,
+    // far past h (20 ms), but the bucket never holds more than 80 of its 1,000 (a quarter is 250), so each
+    // delivery counts for W + 250 ms and may start that late.
+    const worker: ThrottledWorker = bed.worker('roomy', startRecorder(starts, () => 15), {
+      concurrency: 10, leaseMs: 20, throttles: [Throttle.named('roomy').limit(1_000, '1s')],
+    });
+    await waitFor(async () => (await queue.getCompletedCount()) === 80, 30_000, 'every job completed');
+    expect(worker.startDeadline.putBack).toBe(0);
+    expect(starts).toHaveLength(80);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(1_000);
+  });
+
+  it('a job counted with the longer lease that still starts too late goes back, and its window token with it', async () => {
+    const queue = bed.queue('roomy-late');
+    await queue.addBulk(['a', 'b'].map((name) => ({ name, data: {} })));
+    let started = 0;
+    // The first start holds the loop 400 ms, past the other's deadline of 250 ms (a bucket far from full).
+    const worker: ThrottledWorker = bed.worker('roomy-late', async () => {
+      const busyUntil = performance.now() + (++started === 1 ? 400 : 0);
+      while (performance.now() < busyUntil) { /* busy */ }
+    }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('tens').limit(1_000, '10s')] });
+    await waitFor(async () => (await queue.getCompletedCount()) === 2, 10_000, 'both jobs completed');
+    expect(worker.startDeadline.putBack).toBe(1);
+    const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
+    try {
+      // Three deliveries, two counted: the put-back's token was found where its lease (250 ms) put it, and removed
+      // (a 10 s window's slots are 45 ms: given back with h's 20 ms, the token would not be found).
+      await waitFor(async () => (await admin.throttleStats('tens')).lastWindow[0].delivered === 2, 5_000, 'the put-back given back');
+    } finally {
+      await admin.close();
+    }
+  });
+
   it('a job put back for starting late goes first again, ahead of the jobs held while it was out, and at once', async () => {
     const queue = bed.queue('order');
     await queue.addBulk(['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, data: {} })));
