@@ -12,6 +12,7 @@
     KEYS[4..] for each bucket of the job, the queue's :stats and :recent of the bucket's throttle
     ARGV[1] the delivery script's Redis time in ms (the slot of :recent it was noted in)
     ARGV[2..] for each bucket, its id ("<encoded name>=<bucket segment>"), in the order of KEYS[4..]
+    (test builds read one more trailing ARGV, a clock offset in ms: the buckets are counted from KEYS)
 
   Output: the number of buckets woken
 ]]
@@ -24,7 +25,7 @@ local rcall = redis.call
 local grantMs = tonumber(ARGV[1])
 local nowArg = intArg(nowUs())
 local woken = 0
-for i = 2, #ARGV do
+for i = 2, 1 + (#KEYS - 3) / 2 do
   local statsKey = KEYS[2 + 2 * (i - 1)]
   local recentKey = KEYS[3 + 2 * (i - 1)]
   -- Keys that lapsed or were never written (a throttle without a longest window yet) have nothing to take back.

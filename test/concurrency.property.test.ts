@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { Cost, Key, Throttle, ThrottleKeys } from '../src';
 import { takeNextJobs } from '../src/delivery/takeNextJobs';
 import { ScriptRunner } from '../src/lua/scripts';
+import { runReleaseInFlight } from '../src/lua/calls/releaseInFlight';
 import { WorkerTestBed } from './support/bullmq';
 import { newRedis } from './support/redis';
 import { steerableLuaScripts } from './support/testClock';
@@ -156,7 +157,7 @@ describe('concurrency, property (delivery script against a model)', () => {
             finished.add(job.id);
             if (step.how === 'lost' && job.cost > 0) unreleased.get(job.key)!.push({ id: job.id, at: offsetMs, cost: job.cost, stalled: false });
             // (On the real clock: it only marks waiting buckets due now, which on the test clock they are too.)
-            else await releaser.run('releaseInFlight', [queueKeys.inFlight], [queueKeys.base, job.id]);
+            else await runReleaseInFlight(releaser, { inFlight: queueKeys.inFlight, queueBase: queueKeys.base, jobIds: [job.id] });
           } else if (step.kind === 'die') {
             const locked = running.filter((r) => r.locked);
             if (locked.length === 0) continue;

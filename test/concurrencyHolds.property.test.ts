@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { ThrottleKeys } from '../src';
 import { leaseTokens, renewHolds } from '../src/delivery/leased/grantorCalls';
 import { ScriptRunner } from '../src/lua/scripts';
+import { runPublishLimits } from '../src/lua/calls/publishLimits';
 import { ReplicaConfirmation } from '../src/redis/ReplicaConfirmation';
 import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
 import { steerableLuaScripts } from './support/testClock';
@@ -50,7 +51,7 @@ describe('concurrency holds, property (grantor scripts against a model)', () => 
       const grantor = { runner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: new ReplicaConfirmation(() => keys.grantorRecord) };
       try {
         // The throttle's limits as a worker publishes them (lua/publishLimits-n.lua): concurrency n, nothing else.
-        await runner.run('publishLimits', [keys.effectiveLimits('crawl')], [60_000, 1, '', 1, 'c', N]);
+        await runPublishLimits(runner, { ttlMs: 60_000, registryVersion: 1, force: false, throttles: [{ limitsKey: keys.effectiveLimits('crawl'), windows: [], concurrency: N }] });
         const workers = WORKERS.map((): ModelWorker => ({ held: 0, inUse: 0, lapsesAtMs: 0 }));
         const alive = (w: ModelWorker, nowMs: number) => w.held > 0 && w.lapsesAtMs > nowMs;
         for (const step of steps) {

@@ -10,12 +10,16 @@ import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
 import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { suggestionText } from './nearbyNames';
-import { encodeSegment, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom, RegistryEntry } from '../worker/queueConfig';
 import { forgetRemovedJobs } from '../worker/forgetRemovedJobs';
 import { readQueueHolds } from './queueHolds';
+import { UNTIL_RESUMED } from '../lua/calls/pauseThrottle';
+import { EVERY_PAUSE } from '../lua/calls/resumeThrottle';
+import { EVERY_OVERRIDE, WHOLE_THROTTLE_OVERRIDE } from '../lua/calls/setLimitOverride';
+import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { releaseHeldJobs } from '../worker/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
@@ -461,7 +465,7 @@ export class ThrottleAdmin {
     const now = await this.nowMs();
     const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries(now)), options.key);
     const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
-    return { until: until === 0 ? null : until };
+    return { until: until === UNTIL_RESUMED ? null : until };
   }
 
   /**
@@ -482,7 +486,7 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<number> {
     const entries = await this.liveEntries(await this.nowMs());
-    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, entries), options.key);
+    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.declared(name, entries), options.key);
     const targets = this.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
     return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
   }
@@ -531,7 +535,7 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<void> {
     const entries = await this.liveEntries();
-    const segment = options.key === undefined ? '' : bucketSegmentOf(name, this.declared(name, entries), options.key);
+    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
     await this.wakeDeclaring(name, segment, entries);
   }
@@ -542,7 +546,7 @@ export class ThrottleAdmin {
    */
   private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
     for (const q of this.queuesOf(entriesDeclaring(entries, name))) {
-      await this.runner.run('wakeBuckets', [q.wakeups, q.leaseRoom, q.marker], [encodeSegment(name), segment === '*' ? '' : segment]);
+      await runWakeBuckets(this.runner, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket: segment === WHOLE_THROTTLE_OVERRIDE ? EVERY_BUCKET : segment });
     }
   }
 

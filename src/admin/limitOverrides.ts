@@ -5,6 +5,7 @@ import { parseWindowMs, WindowInput } from '../declarations/window';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runSetLimitOverride, UNTIL_CLEARED } from '../lua/calls/setLimitOverride';
 import { RedisClient } from '../redis/connection';
 
 /**
@@ -71,8 +72,9 @@ export function ttlOf(name: string, ttlMs: number | undefined): number {
 
 /** Sets (limits given) or clears (null) an override (lua/setLimitOverride-2.lua); segment '' with null: every override. */
 export async function writeOverride(runner: ScriptRunner, keys: ThrottleKeys, name: string, segment: string, limits: readonly Limit[] | null, ttlMs = 0): Promise<void> {
-  const windows = limits ? limits.map((l) => `${l.windowMs}:${l.max}`).join(',') : '';
-  await runner.run('setLimitOverride', [keys.limitOverrides(name), keys.effectiveLimits(name)], [segment, windows, 0, ttlMs]);
+  await runSetLimitOverride(runner, {
+    overrides: keys.limitOverrides(name), limits: keys.effectiveLimits(name), segment, windows: limits, untilMs: UNTIL_CLEARED, forMs: ttlMs,
+  });
 }
 
 function parse(text: string | null, nowMs: number): LimitOverride | null {

@@ -1,5 +1,6 @@
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runReadQueueHolds } from '../lua/calls/readQueueHolds';
 
 /** What the throttle layer holds of one queue, read at one moment (QueueStats' figures add up). */
 export interface QueueHolds {
@@ -21,12 +22,12 @@ export interface QueueHolds {
  * "on full buckets".
  */
 export async function readQueueHolds(runner: ScriptRunner, q: QueueThrottleKeys, throttles: readonly string[]): Promise<QueueHolds> {
-  const reply = (await runner.run('readQueueHolds', [q.state, q.intake, ...throttles.map((name) => q.throttleStats(name).held)], [])) as (number | string)[];
+  const reply = await runReadQueueHolds(runner, { state: q.state, intake: q.intake, held: throttles.map((name) => q.throttleStats(name).held) });
   return {
-    held: Math.max(0, Number(reply[0])),
-    blocked: Math.max(0, Number(reply[1])),
-    classifying: Number(reply[2]),
-    oldestWaitingSince: reply[3] === '' ? null : Number(reply[3]),
-    nowMs: Number(reply[4]),
+    held: Math.max(0, reply.held),
+    blocked: Math.max(0, reply.blocked),
+    classifying: reply.classifying,
+    oldestWaitingSince: reply.oldestWaitingMs,
+    nowMs: reply.nowMs,
   };
 }

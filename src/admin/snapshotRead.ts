@@ -1,4 +1,5 @@
 import { ScriptRunner } from '../lua/scripts';
+import { runReadSnapshot, SnapshotOp } from '../lua/calls/readSnapshot';
 
 /** What one read answered: the node's time (ms) and each key's reply, in the order they were asked. */
 export interface Snapshot {
@@ -31,11 +32,10 @@ function scored(flat: unknown): [string, number][] {
  * a Cluster refuses a script across slots, so figures of several slots are read one slot per call.
  */
 export class SnapshotRead {
-  private readonly keys: string[] = [];
-  private readonly ops: string[] = [];
+  private readonly reads: { key: string; op: SnapshotOp }[] = [];
 
   get size(): number {
-    return this.keys.length;
+    return this.reads.length;
   }
 
   get(key: string): SnapshotValue<string | null> {
@@ -75,15 +75,14 @@ export class SnapshotRead {
   }
 
   async run(runner: ScriptRunner): Promise<Snapshot> {
-    if (this.keys.length === 0) throw new Error('SnapshotRead.run: nothing to read');
-    const reply = (await runner.run('readSnapshot', this.keys, this.ops)) as unknown[];
-    return { nowMs: Number(reply[0]), replies: reply.slice(1), read: this };
+    if (this.reads.length === 0) throw new Error('SnapshotRead.run: nothing to read');
+    const { nowMs, replies } = await runReadSnapshot(runner, { reads: this.reads });
+    return { nowMs, replies, read: this };
   }
 
-  private add<T>(key: string, op: string, parse: (reply: unknown) => T): SnapshotValue<T> {
-    const index = this.keys.length;
-    this.keys.push(key);
-    this.ops.push(op);
+  private add<T>(key: string, op: SnapshotOp, parse: (reply: unknown) => T): SnapshotValue<T> {
+    const index = this.reads.length;
+    this.reads.push({ key, op });
     return (snapshot) => {
       if (snapshot.read !== this) throw new Error(`SnapshotRead: the reading of ${key} was taken from another read's snapshot`);
       return parse(snapshot.replies[index]);

@@ -1,8 +1,10 @@
 import { KeyValue } from '../declarations/Key';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
-import { encodeSegment } from '../keys/keyEncoding';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runPauseThrottle, WHOLE_THROTTLE } from '../lua/calls/pauseThrottle';
+import { EVERY_PAUSE, runResumeThrottle } from '../lua/calls/resumeThrottle';
+import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { RedisClient } from '../redis/connection';
 
 /**
@@ -66,8 +68,8 @@ export function pauseUntilMs(options: PauseOptions, nowMs: number): number {
 
 /** Sets a pause (lua/pauseThrottle-2.lua; forMs: from now on the Redis clock, instead of untilMs): resolves to the pause now in force on that field (ms; 0: until resumed). */
 export async function setPause(runner: ScriptRunner, keys: ThrottleKeys, name: string, segment: string, untilMs: number, forMs = 0): Promise<number> {
-  const reply = (await runner.run('pauseThrottle', [keys.throttlePauses(name), keys.effectiveLimits(name)], [segment, untilMs, forMs])) as number[];
-  return Number(reply[1]);
+  const reply = await runPauseThrottle(runner, { pauses: keys.throttlePauses(name), limits: keys.effectiveLimits(name), segment, untilMs, forMs });
+  return reply.untilMs;
 }
 
 /** Lifts pauses (lua/resumeThrottle-2.lua: '' every one) and wakes what waits on them in each queue (lua/wakeBuckets-3.lua). */
@@ -75,9 +77,9 @@ export async function liftPause(
   namespace: ScriptRunner, queues: ScriptRunner, keys: ThrottleKeys, name: string, segment: string,
   queueKeys: readonly { wakeups: string; leaseRoom: string; marker: string }[],
 ): Promise<number> {
-  const lifted = Number(await namespace.run('resumeThrottle', [keys.throttlePauses(name), keys.effectiveLimits(name)], [segment]));
-  const bucket = segment === '' || segment === '*' ? '' : segment;
-  for (const q of queueKeys) await queues.run('wakeBuckets', [q.wakeups, q.leaseRoom, q.marker], [encodeSegment(name), bucket]);
+  const lifted = await runResumeThrottle(namespace, { pauses: keys.throttlePauses(name), limits: keys.effectiveLimits(name), segment });
+  const bucket = segment === EVERY_PAUSE || segment === WHOLE_THROTTLE ? EVERY_BUCKET : segment;
+  for (const q of queueKeys) await runWakeBuckets(queues, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket });
   return lifted;
 }
 

@@ -1,4 +1,3 @@
-import { returnTokensCall } from '../grant/returnTokensCall';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { lateExactReturns, LateDelivery } from './lateStartTickets';
@@ -6,7 +5,8 @@ import { InFlightRelease } from '../worker/inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { SentinelVouch } from '../redis/sentinelVouch';
-import { deliveredAny, parseTakeReply, TakeCall, takeNextJobsCall, TakeReply } from './takeNextJobs';
+import { runReturnTokens } from '../lua/calls/returnTokens';
+import { runTakeNextJobs, TakeCall, TakeReply } from '../lua/calls/takeNextJobs';
 
 /** What a delivery call needs of its gate besides the call itself. */
 export type DeliveryContext = () => Omit<TakeCall, 'tokens' | 'workerName' | 'gen'>;
@@ -49,8 +49,7 @@ export class ExactDelivery implements Delivery {
   async giveBackLate(late: LateDelivery): Promise<void> {
     const returns = lateExactReturns(late);
     if (returns.length === 0) return;
-    const call = returnTokensCall(this.keys, returns);
-    await this.runner().run('returnTokens', call.keys, call.args);
+    await runReturnTokens(this.runner(), { keys: this.keys, grants: returns });
   }
 
   /** Exact workers tell a workers' gather what they remember (src/worker/deliveryReporter.ts), not their queue's records. */
@@ -61,8 +60,7 @@ export class ExactDelivery implements Delivery {
   async take(call: DeliveryCall): Promise<TakeReply> {
     const last = this.lastReply;
     const lateAfterUs = last ? Math.round(last.nowUs + (performance.now() - last.atMs) * 1000 + LATE_CALL_US) : 0;
-    const spec = takeNextJobsCall({ ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen, lateAfterUs });
-    const reply = parseTakeReply((await this.confirmation.run(this.runner(), spec, deliveredAny)) as unknown[]);
+    const reply = await runTakeNextJobs(this.runner(), { ...this.context(), tokens: call.tokens, workerName: call.name, gen: call.gen, lateAfterUs }, this.confirmation);
     this.lastReply = { nowUs: reply.nowUs, atMs: performance.now() };
     return reply;
   }

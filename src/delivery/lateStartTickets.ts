@@ -1,6 +1,6 @@
 import { decodeSegment } from '../keys/keyEncoding';
-import { ReturnedGrant } from '../grant/returnTokensCall';
-import type { ReturnGroup } from './leased/takeLeasedJobs';
+import { ReturnedGrant } from '../lua/calls/returnTokens';
+import type { ReturnGroup } from '../lua/calls/takeLeasedJobs';
 
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {

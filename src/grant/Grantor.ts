@@ -10,7 +10,8 @@ import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } fr
 import { assertGrantable, resolveBuckets } from './resolveBuckets';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { returnTokensCall } from './returnTokensCall';
+import { GRANTED, GrantCounter, runGrantDeliveries } from '../lua/calls/grantDeliveries';
+import { runReturnTokens } from '../lua/calls/returnTokens';
 import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
 import { Rate, stricterRate } from '../declarations/Rate';
 import { Delivery, GrantResult } from './types';
@@ -150,60 +151,58 @@ export class Grantor {
    */
   async grantBatch(deliveries: readonly Delivery[]): Promise<GrantBatch> {
     const counterIndex = new Map<string, number>();
-    const counterArgs: (number | string)[] = [];
+    const counters: GrantCounter[] = [];
     const ratesAt = new Map<number, Rate>();
-    const keys: string[] = [];
-    // A counter's 1-based index, its (N, window) or (rate, 'r') arguments added the first time it is named.
-    const counterAt = (key: string, args: [number | string, number | string]): number => {
-      let index = counterIndex.get(key);
+    // A counter's 1-based index, the counter added the first time it is named.
+    const counterAt = (counter: GrantCounter): number => {
+      let index = counterIndex.get(counter.key);
       if (index === undefined) {
-        keys.push(key);
-        counterArgs.push(...args);
-        index = keys.length;
-        counterIndex.set(key, index);
+        counters.push(counter);
+        index = counters.length;
+        counterIndex.set(counter.key, index);
       }
       return index;
     };
-    const deliveryArgs: number[] = [];
+    const draws: { counter: number; cost: number }[][] = [];
     const records: TokenRecord['throttles'][] = [];
     for (const delivery of deliveries) {
       assertGrantable(delivery);
       const buckets = resolveBuckets(delivery);
-      const indices: number[] = [];
+      const drawn: { counter: number; cost: number }[] = [];
       const record: TokenRecord['throttles'][number][] = [];
       for (const { throttle, bucket, cost } of buckets) {
         for (const limit of throttle.limits) {
-          const index = counterAt(this.keys.windowCounter(throttle.name, bucket, limit.windowMs), [limit.max, limit.windowMs]);
+          const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
+          const index = counterAt({ key, window: { max: limit.max, windowMs: limit.windowMs } });
           // Two specs of one throttle in one batch: the stricter N holds for both.
-          const at = 2 * (index - 1);
-          counterArgs[at] = Math.min(Number(counterArgs[at]), limit.max);
-          indices.push(index, cost);
+          const { window } = counters[index - 1] as Extract<GrantCounter, { window: unknown }>;
+          counters[index - 1] = { key, window: { max: Math.min(window.max, limit.max), windowMs: window.windowMs } };
+          drawn.push({ counter: index, cost });
         }
         let rate = throttle.tokenRate;
         if (rate) {
-          const index = counterAt(this.keys.rateCounter(throttle.name, bucket), ['', 'r']);
+          const key = this.keys.rateCounter(throttle.name, bucket);
+          const index = counterAt({ key, rate });
           // Two specs of one throttle in one batch: the stricter rate holds for both.
           rate = stricterRate(ratesAt.get(index), rate)!;
           ratesAt.set(index, rate);
-          counterArgs[2 * (index - 1)] = `${rate.n} ${rate.perMs} ${rate.burst}`;
-          indices.push(index, cost);
+          counters[index - 1] = { key, rate };
+          drawn.push({ counter: index, cost });
         }
         record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(cost > 1 ? { count: cost } : {}) });
       }
-      deliveryArgs.push(indices.length / 2, ...indices);
+      draws.push(drawn);
       records.push(record);
     }
-    const call = {
-      name: 'grantDeliveries', keys,
-      args: [this.leaseMs, keys.length, ...counterArgs, deliveries.length, ...deliveryArgs, this.keys.throttlePrefix, this.durableRedis ? '1' : ''],
-    };
-    const reply = (await this.confirmation.run(this.runner, call, (raw) => (raw as number[]).slice(1).some((retryAt) => Number(retryAt) === 0))) as number[];
-    const nowUs = Number(reply[0]);
+    const reply = await runGrantDeliveries(this.runner, {
+      leaseMs: this.leaseMs, counters, deliveries: draws, throttlePrefix: this.keys.throttlePrefix, durableRedis: this.durableRedis,
+    }, this.confirmation);
+    const { nowUs } = reply;
     const grantedAt = Math.floor(nowUs / 1000);
     const nonce = randomBytes(9).toString('base64url');
     const results = deliveries.map((_delivery, i): GrantResult => {
-      const retryAt = Number(reply[i + 1]);
-      if (retryAt !== 0) return { granted: false, retryAt };
+      const retryAt = Number(reply.retryAt[i]);
+      if (retryAt !== GRANTED) return { granted: false, retryAt };
       const id = encodeTokenId({ nonce: `${nonce}.${i}`, grantUs: nowUs, leaseMs: this.leaseMs, throttles: records[i] });
       return { granted: true, id, grantedAt };
     });
@@ -243,9 +242,7 @@ export class Grantor {
       name, bucket, nonce: token.nonce, grantUs: token.grantUs, leaseMs: token.leaseMs, count: count ?? 1, windows,
     })));
     if (grants.length === 0) return { nowUs: 0, returned: [] };
-    const call = returnTokensCall(this.keys, grants);
-    const reply = (await this.runner.run('returnTokens', call.keys, call.args)) as number[];
-    return { nowUs: Number(reply[0]), returned: reply.slice(1).map((verdict) => Number(verdict) === 1) };
+    return runReturnTokens(this.runner, { keys: this.keys, grants });
   }
 
   /**

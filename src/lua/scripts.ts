@@ -44,7 +44,10 @@ export function defaultLuaScripts(): Map<string, LuaScript> {
 type Client = Redis | Cluster;
 type ScriptCall = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
-/** Runs the named scripts on one connection, registering each with defineCommand on first use. */
+/**
+ * Runs the named scripts on one connection, registering each with defineCommand on first use. Called through the
+ * script layer (src/lua/calls/), whose modules build each script's KEYS and ARGV and read its reply.
+ */
 export class ScriptRunner {
   constructor(
     private readonly client: Client,

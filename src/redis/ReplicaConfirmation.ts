@@ -1,5 +1,7 @@
 import { DeliveryVoidedError } from '../errors/DeliveryVoidedError';
 import { PipelineEntry, ScriptCallSpec, ScriptRunner } from '../lua/scripts';
+import { MASTER_ROLE, NodeReplicas, nodeReplicasCall, parseNodeReplicasReply } from '../lua/calls/nodeReplicas';
+import { sendCall } from '../lua/calls/scriptCall';
 import { redisErrorCode, redisErrorKind } from './redisErrorKind';
 import { SentinelVouch } from './sentinelVouch';
 
@@ -21,16 +23,6 @@ const PATIENCE_MS = 1_000;
 
 /** How long a node found with no replica (and none lost lately) goes without the probe. */
 const QUIET_MS = 1_000;
-
-interface NodeReplicas {
-  role: string;
-  replid: string;
-  replicas: number;
-  confirm: boolean;
-  /** A master that had replicas and has none now, and its run id (lua/nodeReplicas-1.lua). */
-  orphan: boolean;
-  runid: string;
-}
 
 /** Codes that say the node the call ran on is no writable master now: what it counted is not kept. */
 const DEPOSED_CODES = new Set(['MOVED', 'READONLY', 'NOREPLICAS', 'MASTERDOWN', 'CLUSTERDOWN']);
@@ -67,22 +59,22 @@ export class ReplicaConfirmation {
    * node turned out to be deposed.
    */
   async run(runner: ScriptRunner, call: ScriptCallSpec, delivered: (reply: unknown) => boolean): Promise<unknown> {
-    if (performance.now() < this.quietUntil) return runner.run(call.name, call.keys, call.args);
+    if (performance.now() < this.quietUntil) return sendCall(runner, call);
     const wait = this.expectReplicas ? [['WAIT', 1, WAIT_MS]] : [];
     const [main, probeEntry, waitEntry] = await runner.pipeline([call, this.probe()], wait);
     if (main.error) throw main.error;
     const probe = readProbe(probeEntry);
-    if (probe && probe.role === 'master') this.expectReplicas = probe.confirm;
+    if (probe && probe.role === MASTER_ROLE) this.expectReplicas = probe.confirm;
     // A node without a replica cannot be replaced by one that has these writes, and one that gains a replica
     // needs longer than QUIET_MS before that replica could take over: the next second's calls skip the probe.
     // (A master that lost its replicas is asked about at every call on a Sentinel connection: its only replica may
     // have been promoted.)
-    if (probe && probe.role === 'master' && !probe.confirm && probe.replicas === 0 && !(probe.orphan && this.sentinel)) this.quietUntil = performance.now() + QUIET_MS;
+    if (probe && probe.role === MASTER_ROLE && !probe.confirm && probe.replicas === 0 && !(probe.orphan && this.sentinel)) this.quietUntil = performance.now() + QUIET_MS;
     if (!delivered(main.reply)) return main.reply;
     const repliedAt = performance.now();
     // Without the probe's answer the node the call ran on cannot be told from the one that answers next.
     if (!probe) throw voided(call, 'the node did not say whether it is still the master', probeEntry?.error);
-    if (probe.role !== 'master') throw voided(call, `the node is a ${probe.role} now`);
+    if (probe.role !== MASTER_ROLE) throw voided(call, `the node is a ${probe.role} now`);
     if (!probe.confirm) {
       await this.vouched(call, probe, repliedAt);
       return main.reply;
@@ -95,7 +87,7 @@ export class ReplicaConfirmation {
   }
 
   private probe(): ScriptCallSpec {
-    return { name: 'nodeReplicas', keys: [this.recordKey()], args: [GRACE_MS] };
+    return nodeReplicasCall({ record: this.recordKey(), graceMs: GRACE_MS });
   }
 
   /** Asks again until a replica acknowledges, the node is found deposed, or there is no replica to wait for. */
@@ -111,7 +103,7 @@ export class ReplicaConfirmation {
         await sleep(WAIT_MS);
         continue;
       }
-      if (probe.role !== 'master' || probe.replid !== replid) throw voided(call, 'another node serves the slot now');
+      if (probe.role !== MASTER_ROLE || probe.replid !== replid) throw voided(call, 'another node serves the slot now');
       refuseForGood(waitEntry);
       if (acknowledged(waitEntry)) {
         this.acked(undefined);
@@ -159,12 +151,8 @@ export class ReplicaConfirmation {
 }
 
 function readProbe(entry: PipelineEntry | undefined): NodeReplicas | undefined {
-  if (!entry || entry.error || !Array.isArray(entry.reply)) return undefined;
-  const [role, replid, replicas, confirm, orphan, runid] = entry.reply as (string | number)[];
-  return {
-    role: String(role), replid: String(replid), replicas: Number(replicas), confirm: Number(confirm) === 1,
-    orphan: Number(orphan) === 1, runid: String(runid ?? ''),
-  };
+  if (!entry || entry.error) return undefined;
+  return parseNodeReplicasReply(entry.reply);
 }
 
 function acknowledged(entry: PipelineEntry | undefined): boolean {

@@ -1,4 +1,5 @@
 import { ScriptRunner } from '../lua/scripts';
+import { runRedisTime } from '../lua/calls/redisTime';
 import { isClusterClient } from './clusterNodes';
 import { RedisClient } from './connection';
 
@@ -12,6 +13,6 @@ export async function redisTimeMs(client: RedisClient, key: string, runner?: Scr
     const [seconds, micros] = await client.time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
-  const us = Number(await (runner ?? new ScriptRunner(client)).run('redisTime', [key], []));
+  const us = await runRedisTime(runner ?? new ScriptRunner(client), { slot: key });
   return Math.floor(us / 1000);
 }

@@ -27,6 +27,7 @@ import { assertWaitAllowed } from '../redis/ReplicaConfirmation';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { NamespaceCheck } from './namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
+import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { RecoveryHoldNotice } from './recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './namespaceRecovery';
@@ -323,8 +324,8 @@ export class ThrottleGate implements Gate {
 
   /** The queue's classes waiting on any of its throttles look again now (lua/wakeBuckets-3.lua). */
   private async wakeThrottles(): Promise<void> {
-    const wake = [this.queueKeys.wakeups, this.queueKeys.leaseRoom, this.backend!.keys.marker];
-    for (const throttle of this.lifecycle.config?.throttles ?? []) await this.runner!.run('wakeBuckets', wake, [encodeSegment(throttle.name), '']);
+    const wake = { wakeups: this.queueKeys.wakeups, leaseRoom: this.queueKeys.leaseRoom, marker: this.backend!.keys.marker };
+    for (const throttle of this.lifecycle.config?.throttles ?? []) await runWakeBuckets(this.runner!, { ...wake, throttle: throttle.name, bucket: EVERY_BUCKET });
     this.requests.wakeParked();
   }
 

@@ -1,6 +1,7 @@
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runRegisterDeclarations, WITHDRAW_ENTRY } from '../lua/calls/registerDeclarations';
 import { RegistryEntry } from './queueConfig';
 
 /**
@@ -25,7 +26,7 @@ export class DeclarationRegistry {
 
   /** Removes this worker's declarations and returns the live entries that remain. */
   withdraw(): Promise<RegistrySnapshot> {
-    return this.call('');
+    return this.call(WITHDRAW_ENTRY);
   }
 
   /** The queues (under this worker's prefix) of every entry that lapsed in a call since the last take: their held jobs may need putting back. */
@@ -36,21 +37,21 @@ export class DeclarationRegistry {
   }
 
   private async call(json: string): Promise<RegistrySnapshot> {
-    const reply = (await this.runner.run('registerDeclarations', [this.keys.registryDeclarations, this.keys.registryAlive, this.keys.registryVersion], [
-      this.entry.workerId, json, this.ttlMs,
-    ])) as (string | null)[];
-    const version = Number(reply[1]);
-    const lapsedCount = Number(reply[2]);
+    const reply = await runRegisterDeclarations(this.runner, {
+      entries: this.keys.registryDeclarations, alive: this.keys.registryAlive, version: this.keys.registryVersion,
+      workerId: this.entry.workerId, json, ttlMs: this.ttlMs,
+    });
+    const { version } = reply;
     const lapsed: string[] = [];
-    for (let i = 3; i < 3 + 2 * lapsedCount; i += 2) {
-      lapsed.push(String(reply[i]));
+    for (const { workerId, json: lapsedJson } of reply.lapsed) {
+      lapsed.push(workerId);
       // Only queues under this worker's prefix: another prefix's queue may be on another Redis.
-      const lapsedEntry = readEntry(reply[i + 1]);
+      const lapsedEntry = readEntry(lapsedJson);
       if (typeof lapsedEntry?.queue === 'string' && lapsedEntry.prefix === this.entry.prefix) this.lapsedQueues.add(lapsedEntry.queue);
     }
     const entries: RegistryEntry[] = [];
-    for (let i = 3 + 2 * lapsedCount; i < reply.length; i += 2) {
-      const entry = readEntry(reply[i + 1]);
+    for (const live of reply.live) {
+      const entry = readEntry(live.json);
       // An entry this version cannot read is not ours to interpret; it lapses with its worker.
       if (entry) entries.push(entry);
     }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { ReportDeliveriesState, runReportDeliveries } from '../lua/calls/reportDeliveries';
 import { DeliveryMemory } from './deliveryMemory';
 
 /** The fields of the namespace's record (`<throttlePrefix>:grantor`) a workers' gather is read from (null: absent). */
@@ -47,23 +48,17 @@ export class DeliveryReporter {
     this.awaitingEnd = true;
     const tells = vouches && this.memory.whole;
     const report = this.memory.report(this.declared);
-    const args: (string | number)[] = [keys.throttlePrefix, this.workerId, gathering, tells ? '1' : '0', report.declared, report.peers.length];
-    for (const [id, declared] of report.peers) args.push(id, declared);
-    args.push(tells ? report.buckets.length : 0);
-    if (tells) {
-      for (const [bucketId, slots] of report.buckets) {
-        args.push(bucketId, slots.length);
-        for (const [agoUs, count] of slots) args.push(agoUs, count);
-      }
-    }
-    const reply = (await runner.run('reportDeliveries', [keys.registryVersion], args)) as number[];
+    const reply = await runReportDeliveries(runner, {
+      slot: keys.registryVersion, throttlePrefix: keys.throttlePrefix, workerId: this.workerId, epoch: gathering,
+      declared: report.declared, peers: report.peers, history: tells ? report.buckets : null,
+    });
     this.reportedEpoch = gathering;
     if (!tells) {
       this.logger.warn({ queue: this.queue, workerId: this.workerId }, 'cannot tell the throttle namespace what this worker delivered before its Redis node lost it (no start deadline, leaseMs 0, or more than its memory holds): its throttles hold for their longest window');
       return;
     }
-    const ended = Number(reply[2]) === 2;
-    this.logger.info({ queue: this.queue, workerId: this.workerId, counted: Number(reply[1]), gatherEnded: ended },
+    const ended = reply.state === ReportDeliveriesState.GatherEnded;
+    this.logger.info({ queue: this.queue, workerId: this.workerId, counted: reply.counted, gatherEnded: ended },
       'told the throttle namespace what this worker delivered before its Redis node lost it');
     if (ended) {
       this.awaitingEnd = false;

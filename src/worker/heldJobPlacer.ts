@@ -1,8 +1,10 @@
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runClassifyJobs } from '../lua/calls/classifyJobs';
+import { IntakeRecord, runIntakeJobs } from '../lua/calls/intakeJobs';
+import { runReclaimStaleJobs } from '../lua/calls/reclaimStaleJobs';
 import { RedisClient } from '../redis/connection';
-import { intakeRecords } from './intakeRecords';
-import { IntakeRecord, JobClassifier, Placement } from './jobClassifier';
+import { JobClassifier, Placement } from './jobClassifier';
 import { QueueConfig } from './queueConfig';
 
 /** How many jobs one intake takes for classification, and how long their lease lasts. */
@@ -43,11 +45,10 @@ export class HeldJobPlacer {
   classifyBatch(): Promise<number> {
     this.classifying ??= (async () => {
       try {
-        const keys = this.context.bullmqKeys();
-        const reply = (await this.context.runner().run('intakeJobs', [keys.wait, keys.prioritized, this.context.queueKeys.intake, keys.meta, keys.marker], [
-          keys[''], INTAKE_BATCH, INTAKE_LEASE_MS,
-        ])) as unknown[];
-        return await this.place(intakeRecords(reply));
+        const { jobs } = await runIntakeJobs(this.context.runner(), {
+          bullmqKeys: this.context.bullmqKeys(), intake: this.context.queueKeys.intake, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS,
+        });
+        return await this.place(jobs);
       } finally {
         this.classifying = undefined;
       }
@@ -62,10 +63,10 @@ export class HeldJobPlacer {
       const config = this.context.config()!;
       const bullmqKeys = this.context.bullmqKeys();
       const placements = records.map((record): Placement => this.context.classifier.place(record, config));
-      const args: (string | number)[] = [bullmqKeys[''], q.base, config.gen, placements.length];
-      for (const p of placements) args.push(p.id, p.member, p.priority, p.lifo ? 1 : 0, p.attributes);
-      const [placed] = (await this.context.runner().run('classifyJobs', [q.intake, q.state, q.readyJobs, q.classes, bullmqKeys.marker, q.classState, q.putBack], args)) as number[];
-      if (Number(placed) >= 0) return Number(placed);
+      const reply = await runClassifyJobs(this.context.runner(), {
+        queueKeys: q, marker: bullmqKeys.marker, bullmqPrefix: bullmqKeys[''], gen: config.gen, jobs: placements,
+      });
+      if (!reply.staleGeneration) return reply.placed;
       // Another worker published a newer config generation: catch up and classify again.
       await this.context.refreshConfig();
     }
@@ -85,10 +86,9 @@ export class HeldJobPlacer {
           const members = await this.staleClasses(gen);
           if (members.length === 0) return;
           const q = this.context.queueKeys;
-          const reply = (await this.context.runner().run('reclaimStaleJobs', [q.stale, q.classes, q.intake, q.state, q.readyClasses, q.classState, q.blockedSince, q.removedHeld], [
-            this.context.bullmqKeys()[''], q.base, gen, INTAKE_BATCH, INTAKE_LEASE_MS, ...members,
-          ])) as unknown[];
-          const records = intakeRecords(reply);
+          const { jobs: records } = await runReclaimStaleJobs(this.context.runner(), {
+            queueKeys: q, bullmqPrefix: this.context.bullmqKeys()[''], gen, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS, classes: members,
+          });
           if (records.length > 0) await this.place(records);
         }
       } catch (error) {

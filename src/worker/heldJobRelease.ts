@@ -2,6 +2,7 @@ import { QueueKeys } from 'bullmq';
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { ReleaseHeldStatus, runReleaseHeld } from '../lua/calls/releaseHeld';
 import { forgetRemovedJobs } from './forgetRemovedJobs';
 
 /**
@@ -12,10 +13,6 @@ export const RELEASE_BATCH = 1_000;
 
 /** Heartbeats on which a lapsed queue's release may be refused before it is left to the queue's next worker. */
 const REFUSED_TRIES = 5;
-
-/** releaseHeld's status (lua/releaseHeld-17.lua). */
-const DONE = 1;
-const DECLARED = -1;
 
 export interface ReleaseOutcome {
   /** Jobs put back into bullmq's wait / prioritized (or paused, on bullmq 5). */
@@ -34,16 +31,10 @@ export interface ReleaseBatch {
 
 /** One bounded step of a release (lua/releaseHeld-17.lua): at most `batch` jobs move. */
 export async function releaseHeldBatch(runner: ScriptRunner, keys: ThrottleKeys, queue: string, batch = RELEASE_BATCH): Promise<ReleaseBatch> {
-  const b = new QueueKeys(keys.prefix).getKeys(queue);
-  const q = keys.queue(queue);
-  const scriptKeys = [
-    b.wait, b.prioritized, b.meta, b.active, b.pc, b.marker,
-    q.state, q.intake, q.readyJobs, q.classes, q.classState, q.readyClasses, q.blockedSince, q.stale, q.removedHeld, q.wakeups,
-    q.workers,
-  ];
-  const args = [b[''], q.base, batch];
-  const [status, released, left] = ((await runner.run('releaseHeld', scriptKeys, args)) as unknown[]).map(Number);
-  return { status: status === DONE ? 'done' : status === DECLARED ? 'declared' : 'more', released, left };
+  const { status, released, left } = await runReleaseHeld(runner, {
+    bullmqKeys: new QueueKeys(keys.prefix).getKeys(queue), queueKeys: keys.queue(queue), mostJobs: batch,
+  });
+  return { status: status === ReleaseHeldStatus.Done ? 'done' : status === ReleaseHeldStatus.Declared ? 'declared' : 'more', released, left };
 }
 
 /**

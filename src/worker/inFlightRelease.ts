@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runReleaseInFlight } from '../lua/calls/releaseInFlight';
 import { PendingRequest, RequestBatcher } from './requestBatcher';
 
 /**
@@ -28,7 +29,7 @@ export class InFlightRelease {
   private async serve(batch: PendingRequest<string, void>[]): Promise<void> {
     const runner = this.runner();
     try {
-      if (runner) await runner.run('releaseInFlight', [this.queueKeys.inFlight], [this.queueKeys.base, ...batch.map((p) => p.request)]);
+      if (runner) await runReleaseInFlight(runner, { inFlight: this.queueKeys.inFlight, queueBase: this.queueKeys.base, jobIds: batch.map((p) => p.request) });
     } catch (error) {
       const now = Date.now();
       if (now - this.lastReportMs >= 60_000) {

@@ -5,6 +5,7 @@ import { resolveBuckets } from '../grant/resolveBuckets';
 import { QueueConfig } from './queueConfig';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { jobCost } from './jobCost';
+import type { IntakeRecord } from '../lua/calls/intakeJobs';
 
 /** What the attributes function sees of a job: enough to decide, nothing it could change. */
 export interface AttributeSource {
@@ -21,15 +22,8 @@ export interface AttributeSource {
 /** Computes a job's attributes once, when the throttle layer first sees it; they are stored with the job. */
 export type AttributesFunction = (job: AttributeSource) => Record<string, unknown> | undefined | null;
 
-/** A job as intake hands it over: its raw fields from the job hash. */
-export interface IntakeRecord {
-  readonly id: string;
-  readonly name: string | null;
-  readonly data: string | null;
-  readonly opts: string | null;
-  readonly priority: string | null;
-  readonly storedAttributes: string | null;
-}
+/** A job as intake hands it over: its raw fields from the job hash (src/lua/calls/intakeJobs.ts reads them). */
+export type { IntakeRecord };
 
 /** Where a job is held: its class member, its order and the attributes to store ('' when already stored). */
 export interface Placement {

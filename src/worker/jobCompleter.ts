@@ -1,5 +1,8 @@
 import { raw2NextJobData } from 'bullmq';
 import { ScriptRunner } from '../lua/scripts';
+import {
+  completionsShareKeys, FINISH_COMPLETED_KEY, FINISH_KEY_COUNT, FinishCode, isFinishError, runCompleteJobs,
+} from '../lua/calls/completeJobs';
 import { FinishArgs, GatedQueue } from '../bullmq/BullmqAdapter';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { RedisClient } from '../redis/connection';
@@ -14,12 +17,6 @@ interface Completion {
 
 /** Most completions one call carries. */
 const MAX_BATCH = 64;
-/** moveToFinished's keys (the job's key is the 12th, after it the metrics and marker keys) and arguments. */
-const KEY_COUNT = 14;
-const JOB_KEY = 11;
-/** KEYS[11]: the queue's completed set. */
-const COMPLETED_KEY = 10;
-const ARG_COUNT = 9;
 /**
  * A completion that got no answer (a failover, a lost connection) is sent again after this long, doubling up
  * to the most: short, since ioredis itself already spends up to ~1.6 s (16 redirections 100 ms apart) on a
@@ -27,9 +24,6 @@ const ARG_COUNT = 9;
  */
 const RETRY_FIRST_MS = 100;
 const RETRY_MOST_MS = 1_000;
-/** moveToFinished's codes for a job whose lock is gone, or which is gone itself: what a completion that did land finds when it is sent again. */
-const LOCK_MISSING = -2;
-const JOB_MISSING = -1;
 
 export interface JobCompleterOptions {
   queue: string;
@@ -99,7 +93,7 @@ export class JobCompleter {
     const value = JSON.stringify(returnValue);
     const args = this.backend.moveToCompletedArgs(job, value, removeOnComplete, token, false);
     // As bullmq's backend answers a completion that fetched nothing.
-    return { result: await this.completeFromArgs(String((job as { id?: unknown }).id), args), finishedOn: args[KEY_COUNT + 1] };
+    return { result: await this.completeFromArgs(String((job as { id?: unknown }).id), args), finishedOn: args[FINISH_KEY_COUNT + 1] };
   }
 
   /** bullmq's moveToFinished for target 'completed' with fetch-next off, in a batch: answers as it does (an empty reply). */
@@ -108,10 +102,10 @@ export class JobCompleter {
     // The error bullmq's own call would have raised (lua/completeJobs-n.lua catches it per job).
     if (typeof answer === 'string') throw new Error(answer);
     const code = Number(answer);
-    if (code < 0) {
+    if (isFinishError(code)) {
       // Not only after our own retries: ioredis resends a call whose connection dropped before the reply came
       // (autoResendUnfulfilledCommands; Cluster after a failover), so a first answer can be to a second send.
-      if (await this.landedBefore(jobId, args, code)) return raw2NextJobData(0 as unknown as unknown[]);
+      if (await this.landedBefore(jobId, args, code)) return raw2NextJobData(FinishCode.Done as unknown as unknown[]);
       throw this.backend.finishedErrors({ code, jobId, command: 'moveToFinished', state: 'active' });
     }
     return raw2NextJobData(code as unknown as unknown[]);
@@ -152,17 +146,18 @@ export class JobCompleter {
   }
 
   /**
-   * The completion found the job's lock gone (or the job gone): it landed before, in a send whose answer was
+   * The completion found the job's lock gone (or the job gone: moveToFinished's codes for what a completion that did land
+   * finds when it is sent again): it landed before, in a send whose answer was
    * lost, when the job is in the completed set (or was removed, as removeOnComplete does: a job this worker
    * holds locked cannot be removed otherwise, unless Redis itself lost it). Otherwise the lock lapsed and the
    * stalled-job check took the job back: bullmq's error stands.
    */
   private async landedBefore(jobId: string, args: FinishArgs, code: number): Promise<boolean> {
-    if (code === JOB_MISSING) return true;
-    if (code !== LOCK_MISSING) return false;
+    if (code === FinishCode.JobMissing) return true;
+    if (code !== FinishCode.LockMissing) return false;
     try {
       const client = (await this.backend.client) as RedisClient;
-      return (await client.zscore(String(args[COMPLETED_KEY]), jobId)) !== null;
+      return (await client.zscore(String(args[FINISH_COMPLETED_KEY]), jobId)) !== null;
     } catch {
       return false;
     }
@@ -172,17 +167,11 @@ export class JobCompleter {
     const runner = this.options.runner();
     const first = batch[0].request.args;
     // One call serves completions that share every key but the job's (the same queue, to 'completed').
-    const together = runner ? batch.filter((p) => sharesKeys(p.request.args, first)) : [];
+    const together = runner ? batch.filter((p) => completionsShareKeys(p.request.args, first)) : [];
     const alone = batch.filter((p) => !together.includes(p));
     try {
       if (together.length > 0) {
-        const keys = [...first.slice(0, JOB_KEY), ...together.map((p) => p.request.args[JOB_KEY]), ...first.slice(JOB_KEY + 1, KEY_COUNT), this.options.refusedTokensKey] as string[];
-        const args: (string | number | Buffer)[] = [together.length];
-        for (const p of together) {
-          const argv = p.request.args.slice(KEY_COUNT, KEY_COUNT + ARG_COUNT);
-          for (let i = 0; i < ARG_COUNT; i++) args.push(argValue(argv[i]));
-        }
-        const codes = (await runner!.run('completeJobs', keys, args)) as unknown[];
+        const codes = await runCompleteJobs(runner!, { jobs: together.map((p) => p.request.args), refusedTokens: this.options.refusedTokensKey });
         together.forEach((p, i) => p.resolve(codes[i]));
       }
     } catch (error) {
@@ -193,26 +182,14 @@ export class JobCompleter {
     await Promise.all(alone.map(async (p) => {
       try {
         await this.options.completeAlone(p.request.jobId, p.request.args);
-        p.resolve(0);
+        p.resolve(FinishCode.Done);
       } catch (error) {
         // bullmq's error for a negative code: answered as the batch answers it, so that completeFromArgs
         // judges it the same way (a completion that landed before, or bullmq's error again).
         const code = (error as { code?: unknown }).code;
-        if (typeof code === 'number' && code < 0) p.resolve(code);
+        if (typeof code === 'number' && isFinishError(code)) p.resolve(code);
         else p.reject(error as Error);
       }
     }));
   }
-}
-
-function sharesKeys(args: Completion['args'], first: Completion['args']): boolean {
-  for (let i = 0; i < KEY_COUNT; i++) if (i !== JOB_KEY && args[i] !== first[i]) return false;
-  return true;
-}
-
-/** As ioredis sends an argument (bullmq leaves "no fields to update" undefined). */
-function argValue(value: Completion['args'][number]): string | number | Buffer {
-  if (value === undefined || value === null) return '';
-  if (typeof value === 'boolean') return String(value);
-  return value;
 }

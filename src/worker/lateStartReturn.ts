@@ -3,6 +3,8 @@ import type { Delivery } from '../delivery/Delivery';
 import { bucketsOfTicket, LateDelivery } from '../delivery/lateStartTickets';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runLateStartPutBack } from '../lua/calls/lateStartPutBack';
+import { PutBackStart, runMarkPutBack } from '../lua/calls/markPutBack';
 
 /** The queue of the job put back: its classes' wakeups and bullmq's marker. */
 export interface LateStartQueue {
@@ -29,7 +31,8 @@ export function markPutBack(context: PutBackContext, jobId: string, takeBackStar
   const runner = context.runner();
   if (!runner) return Promise.resolve();
   const keys = context.queue().keys;
-  return runner.run('markPutBack', [keys.putBack, keys.bullmqJob(jobId)], [jobId, takeBackStart ? 1 : 0]).then(() => undefined, (error: unknown) => {
+  const start = takeBackStart ? PutBackStart.TakeBack : PutBackStart.Keep;
+  return runMarkPutBack(runner, { putBack: keys.putBack, job: keys.bullmqJob(jobId), jobId, start }).then(() => undefined, (error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
   });
 }
@@ -61,15 +64,13 @@ export async function notePutBack(context: PutBackContext, late: LateDelivery): 
   if (!runner || buckets.length === 0) return;
   const queue = context.queue();
   const { keys } = queue;
-  const statsKeys = buckets.flatMap((b) => {
-    const stats = keys.throttleStats(b.name);
-    return [stats.stats, stats.recent];
-  });
-  await runner.run(
-    'lateStartPutBack',
-    [keys.wakeups, keys.leaseRoom, queue.marker(), ...statsKeys],
-    [Math.floor(late.grantUs / 1000), ...buckets.map((b) => b.bucketId)],
-  ).catch((error: unknown) => {
+  await runLateStartPutBack(runner, {
+    wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: queue.marker(), deliveredAtMs: Math.floor(late.grantUs / 1000),
+    buckets: buckets.map((b) => {
+      const stats = keys.throttleStats(b.name);
+      return { bucketId: b.bucketId, stats: stats.stats, recent: stats.recent };
+    }),
+  }).catch((error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId: late.jobId, err: error }, 'could not note a job put back for starting late');
   });
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runNoteNamespace } from '../lua/calls/noteNamespace';
 import { redisErrorCode } from '../redis/redisErrorKind';
 
 /**
@@ -26,7 +27,7 @@ export class NamespaceCheck {
     for (const name of new Set(this.names)) {
       let others: string[];
       try {
-        others = (await runner.run('noteNamespace', [ThrottleKeys.namespacesOf(name)], [this.namespace, this.ttlMs])) as string[];
+        others = await runNoteNamespace(runner, { namespaces: ThrottleKeys.namespacesOf(name), namespace: this.namespace, ttlMs: this.ttlMs });
       } catch (error) {
         if (redisErrorCode(error) !== 'NOPERM') throw error;
         this.denied = true;

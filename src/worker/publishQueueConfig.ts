@@ -1,6 +1,8 @@
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
+import { runPublishLimits } from '../lua/calls/publishLimits';
+import { PublishQueueConfigReply, runPublishQueueConfig } from '../lua/calls/publishQueueConfig';
 import { QueueConfig } from './queueConfig';
 
 /** 'stale': the queue's config came from a newer registry version than the one given, and nothing was written. */
@@ -41,30 +43,31 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
   const { config, version, force, throttles, stateTtlMs, worker } = publication;
   const { queueKeys: q } = targets;
   const configured = config?.throttles ?? [];
-  const reply = Number(await targets.queue.run('publishQueueConfig',
-    [q.state, targets.markerKey, q.workers, ...configured.map((t) => q.throttleStats(t.name).stats)],
-    [
-      config?.gen ?? '',
-      config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
-      config?.luaSpec ?? '',
-      version,
-      force ? '1' : '',
-      worker.id,
-      worker.ttlMs,
-      ...configured.map(longestSpanMs),
-    ]));
-  if (reply === -1) return 'stale';
+  const reply = await runPublishQueueConfig(targets.queue, {
+    state: q.state, marker: targets.markerKey, workers: q.workers,
+    gen: config?.gen ?? '',
+    configJson: config ? JSON.stringify(config.throttles.map((t) => ({ name: t.name, limits: t.limits, keyParts: t.keyParts, missing: t.missing, declarations: t.declarations }))) : '',
+    luaSpec: config?.luaSpec ?? '',
+    registryVersion: version,
+    force,
+    workerId: worker.id,
+    workerTtlMs: worker.ttlMs,
+    throttles: configured.map((t) => ({ stats: q.throttleStats(t.name).stats, longestMs: longestSpanMs(t) })),
+  });
+  if (reply === PublishQueueConfigReply.Refused) return 'stale';
   if (throttles.length > 0) {
-    const args: (string | number)[] = [stateTtlMs, version, force ? '1' : ''];
-    for (const throttle of throttles) {
-      const rate = throttle.tokenRate;
-      const inFlight = throttle.maxInFlight;
-      args.push(throttle.limits.length + (rate ? 2 : 0) + (inFlight !== undefined ? 1 : 0));
-      for (const limit of throttle.limits) args.push(limit.windowMs, limit.max);
-      if (rate) args.push('r', `${rate.n} ${rate.perMs} ${rate.burst}`, 'rh', throttle.rateLeaseMs);
-      if (inFlight !== undefined) args.push('c', inFlight);
-    }
-    await targets.throttles.run('publishLimits', throttles.map((t) => targets.keys.effectiveLimits(t.name)), args);
+    await runPublishLimits(targets.throttles, {
+      ttlMs: stateTtlMs, registryVersion: version, force,
+      throttles: throttles.map((throttle) => {
+        const rate = throttle.tokenRate;
+        return {
+          limitsKey: targets.keys.effectiveLimits(throttle.name),
+          windows: throttle.limits,
+          ...(rate ? { rate: { n: rate.n, perMs: rate.perMs, burst: rate.burst, leaseMs: throttle.rateLeaseMs } } : {}),
+          ...(throttle.maxInFlight !== undefined ? { concurrency: throttle.maxInFlight } : {}),
+        };
+      }),
+    });
   }
-  return reply === 1 ? 'changed' : 'unchanged';
+  return reply === PublishQueueConfigReply.Changed ? 'changed' : 'unchanged';
 }

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { ScriptRunner } from '../../src/lua/scripts';
+import { runIntakeJobs } from '../../src/lua/calls/intakeJobs';
 import { takeNextJobs } from '../../src/delivery/takeNextJobs';
 import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { newRedis } from '../support/redis';
@@ -26,14 +27,14 @@ describe(`waiting jobs our scripts put back, on a paused queue (bullmq ${selectA
     const intake = new ThrottleKeys(bed.prefix).queue('lease').intake;
     const runner = new ScriptRunner(redis);
     const a = await queue.add('a', {});
-    const taken = (await runner.run('intakeJobs', [keys.wait, keys.prioritized, intake, keys.meta, keys.marker], [keys[''], 10, 1])) as unknown[];
-    expect(Number(taken[1])).toBe(1);
+    const taken = await runIntakeJobs(runner, { bullmqKeys: keys, intake, mostJobs: 10, leaseMs: 1 });
+    expect(taken.jobs).toHaveLength(1);
     await queue.pause();
     const b = await queue.add('b', {});
     await new Promise((r) => setTimeout(r, 20));
     // The lease has ended: the job goes back; the queue is paused, so none is taken.
-    const again = (await runner.run('intakeJobs', [keys.wait, keys.prioritized, intake, keys.meta, keys.marker], [keys[''], 10, 1])) as unknown[];
-    expect(Number(again[1])).toBe(0);
+    const again = await runIntakeJobs(runner, { bullmqKeys: keys, intake, mostJobs: 10, leaseMs: 1 });
+    expect(again.jobs).toHaveLength(0);
     await queue.resume();
     expect((await redis.lrange(keys.wait, 0, -1)).sort()).toEqual([a.id, b.id].sort());
     expect(await redis.zcard(intake)).toBe(0);

@@ -2,6 +2,8 @@ import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { getThrottledCount, Key, Missing, mostInAnyWindow, Throttle, ThrottleAdmin, ThrottleKeys } from '../../src';
 import { ScriptRunner } from '../../src/lua/scripts';
+import { runPublishLimits } from '../../src/lua/calls/publishLimits';
+import { PublishQueueConfigReply, runPublishQueueConfig } from '../../src/lua/calls/publishQueueConfig';
 import { declarationData } from '../../src/worker/declarationRegistry';
 import { queueConfigFrom } from '../../src/worker/queueConfig';
 import { newRedis, storedTokens } from '../support/redis';
@@ -109,9 +111,13 @@ describe('ThrottledWorker delivery', () => {
     const older = queueConfigFrom([{ workerId: 'other', queue: 'stale', prefix: bed.prefix, declarations: [declarationData(Throttle.named('theirs').limit(1000, '1m'))], attributes: false }], 'stale', bed.prefix);
     const keys = new ThrottleKeys(bed.prefix);
     const q = keys.queue('stale');
-    await new ScriptRunner(redis).run('publishQueueConfig', [q.state, `${bed.prefix}:stale:marker`, q.workers, q.throttleStats('theirs').stats],
-      [older.gen, '[]', older.luaSpec, 0, '1', 'other', 45_000, 60_000]);
-    await new ScriptRunner(redis).run('publishLimits', [keys.effectiveLimits('theirs')], [45_000, 0, '1', 1, 60_000, 1000]);
+    await runPublishQueueConfig(new ScriptRunner(redis), {
+      state: q.state, marker: `${bed.prefix}:stale:marker`, workers: q.workers, gen: older.gen, configJson: '[]', luaSpec: older.luaSpec,
+      registryVersion: 0, force: true, workerId: 'other', workerTtlMs: 45_000, throttles: [{ stats: q.throttleStats('theirs').stats, longestMs: 60_000 }],
+    });
+    await runPublishLimits(new ScriptRunner(redis), {
+      ttlMs: 45_000, registryVersion: 0, force: true, throttles: [{ limitsKey: keys.effectiveLimits('theirs'), windows: [{ windowMs: 60_000, max: 1000 }] }],
+    });
     await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'job', data: { i } })));
     void worker.run();
     await waitFor(() => seen.length === 10, 15_000, 'every job delivered');
@@ -132,14 +138,20 @@ describe('ThrottledWorker delivery', () => {
     expect(Number(regv)).toBeGreaterThan(0);
     const older = queueConfigFrom([], 'views', bed.prefix);
     const q = keys.queue('views');
-    const publish = (version: number) => new ScriptRunner(redis).run('publishQueueConfig', [state, `${bed.prefix}:views:marker`, q.workers], ['other-gen', '[]', older.luaSpec, version, '', 'other', 45_000]);
-    expect(await publish(Number(regv) - 1)).toBe(-1);
+    const publish = (version: number) => runPublishQueueConfig(new ScriptRunner(redis), {
+      state, marker: `${bed.prefix}:views:marker`, workers: q.workers, gen: 'other-gen', configJson: '[]', luaSpec: older.luaSpec,
+      registryVersion: version, force: false, workerId: 'other', workerTtlMs: 45_000, throttles: [],
+    });
+    expect(await publish(Number(regv) - 1)).toBe(PublishQueueConfigReply.Refused);
     expect(await redis.hget(state, 'gen')).toBe(gen);
     // Limits from an older view stay as they are too (they are shared with other queues).
     const limits = keys.effectiveLimits('mine');
-    expect(await new ScriptRunner(redis).run('publishLimits', [limits], [45_000, Number(regv) - 1, '', 1, 1000, 50])).toBe(0);
+    const published = await runPublishLimits(new ScriptRunner(redis), {
+      ttlMs: 45_000, registryVersion: Number(regv) - 1, force: false, throttles: [{ limitsKey: limits, windows: [{ windowMs: 1000, max: 50 }] }],
+    });
+    expect(published).toBe(0);
     expect(await redis.hget(limits, '1000')).toBe('5');
-    expect(await publish(Number(regv))).toBe(1);
+    expect(await publish(Number(regv))).toBe(PublishQueueConfigReply.Changed);
     expect(await redis.hget(state, 'gen')).toBe('other-gen');
   });
 

@@ -6,6 +6,7 @@ import { getThrottledCount, Key, QueueStillThrottledError, Throttle, ThrottleAdm
 import { crash } from '../support/crashWorker';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { ScriptRunner } from '../../src/lua/scripts';
+import { runIntakeJobs } from '../../src/lua/calls/intakeJobs';
 import { releaseHeldBatch } from '../../src/worker/heldJobRelease';
 import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { keysUnder, newRedis } from '../support/redis';
@@ -76,7 +77,7 @@ describe('releasing held jobs back to bullmq', () => {
     // In classification: a worker took e1-e3 from wait and died before placing them; f1 was never taken.
     await queue.addBulk(jobs(['e1', 'e2', 'e3', 'f1']));
     const k = queue.keys;
-    await new ScriptRunner(redis).run('intakeJobs', [k.wait, k.prioritized, new ThrottleKeys(bed.prefix).queue(name).intake, k.meta, k.marker], [k[''], 3, 30_000]);
+    await runIntakeJobs(new ScriptRunner(redis), { bullmqKeys: k, intake: new ThrottleKeys(bed.prefix).queue(name).intake, mostJobs: 3, leaseMs: 30_000 });
     await waitFor(noLiveWorker(name), 5_000, 'the declarations to lapse');
     const classes = await redis.smembers(new ThrottleKeys(bed.prefix).queue(name).classes);
     expect(new Set(classes.map((member) => member.split('/')[0])).size).toBe(2);

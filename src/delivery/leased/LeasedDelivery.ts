@@ -7,7 +7,8 @@ import { TakeReply } from '../takeNextJobs';
 import { ConcurrencyHolds } from './concurrencyHolds';
 import { GrantorTarget, leaseTokens, LeaseRequest, renewHolds, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
 import { LeaseBook } from './leaseBook';
-import { Deposit, returnGroupAt, ReturnGroup, takeLeasedJobs } from './takeLeasedJobs';
+import { Deposit, ReturnGroup, runTakeLeasedJobs, wantsRefill } from '../../lua/calls/takeLeasedJobs';
+import { runWithdrawLeases } from '../../lua/calls/withdrawLeases';
 
 /** Most waiting classes one delivery call names for leasing. */
 const WANTS_LIMIT = 32;
@@ -78,18 +79,17 @@ export class LeasedDelivery implements Delivery {
     const throttles = this.context.concurrencyThrottles();
     // Units go only to calls that can deliver, and only while the holds they come from have not lapsed.
     const lent = throttles.length > 0 && call.tokens.length > 0 && performance.now() < this.usableUntil ? this.holds.lend() : { free: [], freed: [] };
-    let result: Awaited<ReturnType<typeof takeLeasedJobs>>;
+    let result: Awaited<ReturnType<typeof runTakeLeasedJobs>>;
     try {
-      result = await takeLeasedJobs(
-        this.context.queue(),
-        { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
-        this.leasing ? 0 : WANTS_LIMIT,
-        this.book.refillBelow(),
+      result = await runTakeLeasedJobs(this.context.queue(), {
+        take: { ...this.context.call(), tokens: call.tokens, workerName: call.name, gen: call.gen },
+        wantsLimit: this.leasing ? 0 : WANTS_LIMIT,
+        refillBelow: this.book.refillBelow(),
         deposits,
         depositsNode,
-        { throttles, ...lent },
-        this.queueNode,
-      );
+        units: { throttles, ...lent },
+        knownNode: this.queueNode,
+      });
     } catch (error) {
       // (A call that ran and lost its reply delivered jobs this worker never runs: their units count nothing.)
       this.holds.unlend(lent.free);
@@ -104,7 +104,7 @@ export class LeasedDelivery implements Delivery {
     if (lease.returns.length > 0) this.giveBack(lease.returns);
     if (call.tokens.length > 0) this.asking = call.tokens.length - reply.jobs.length - reply.refused.size;
     // Slots waiting for tokens, or a flowing class whose pool runs low (leased ahead, so its next jobs need not wait).
-    if (lease.wanted.length > 0 && !this.leasing && (this.asking > 0 || lease.wanted.some((w) => w.held < 0))) this.lease(lease.wanted, reply.nowUs, lease.node);
+    if (lease.wanted.length > 0 && !this.leasing && (this.asking > 0 || lease.wanted.some(wantsRefill))) this.lease(lease.wanted, reply.nowUs, lease.node);
     return reply;
   }
 
@@ -225,9 +225,7 @@ export class LeasedDelivery implements Delivery {
     if (dropped.length > 0) {
       await withTimeout(renewHolds({ ...this.context.grantor(), runner: runners.grantor }, this.context.workerId, this.context.holdMs(), dropped).catch(() => 0), STOP_WAIT_MS);
     }
-    const reply = (await runners.queue.run('withdrawLeases', [this.context.workersKey], [this.context.queueBase, this.context.workerId])) as unknown[];
-    const groups: ReturnGroup[] = [];
-    for (let i = 0; i < Number(reply[0]); i++) groups.push(returnGroupAt(reply, 1 + 5 * i));
+    const groups = await runWithdrawLeases(runners.queue, { workers: this.context.workersKey, queueBase: this.context.queueBase, workerId: this.context.workerId });
     // Returns are best effort: taken out of the pools already, tokens not returned only expire.
     await withTimeout(returnLeasedTokens({ ...this.context.grantor(), runner: runners.grantor }, groups).catch(() => 0), STOP_WAIT_MS);
   }

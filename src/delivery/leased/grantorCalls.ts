@@ -1,7 +1,12 @@
 import { ScriptRunner } from '../../lua/scripts';
+import { LeaseTokensStatus, runLeaseTokens } from '../../lua/calls/leaseTokens';
+import { runReadQueueHistory } from '../../lua/calls/readQueueHistory';
+import { runRenewHolds } from '../../lua/calls/renewHolds';
+import { runReportQueueHistory } from '../../lua/calls/reportQueueHistory';
+import { runReturnLeasedTokens } from '../../lua/calls/returnLeasedTokens';
+import { ReturnGroup } from '../../lua/calls/takeLeasedJobs';
 import { ReplicaConfirmation } from '../../redis/ReplicaConfirmation';
 import { BucketUnits, HoldRenewal } from './concurrencyHolds';
-import { ReturnGroup } from './takeLeasedJobs';
 
 /** Where the namespace's grantor is: the connection that reaches its slot, and the keys that name it. */
 export interface GrantorTarget {
@@ -32,7 +37,7 @@ export interface LeaseAnswer {
    */
   status: 'decided' | 'report' | 'wait';
   /**
-   * Per request: deliveries granted (each its cost in tokens in every bucket); when more would fit (ms; 0: all granted; -1: a throttle is not declared);
+   * Per request: deliveries granted (each its cost in tokens in every bucket); when more would fit (ms; 0: all granted; NO_PUBLISHED_LIMITS: a throttle is not declared);
    * the bucket id whose room comes last ('' when all were granted); the units of concurrency added to the
    * worker's hold, by bucket (lua/includes/inFlightCounter.lua).
    */
@@ -41,29 +46,15 @@ export interface LeaseAnswer {
 
 /** Asks the grantor for tokens (lua/leaseTokens-1.lua): each request's tokens granted together, against W + h. */
 export async function leaseTokens(grantor: GrantorTarget, asker: Asker, requests: readonly LeaseRequest[]): Promise<LeaseAnswer> {
-  const args: (string | number)[] = [grantor.throttlePrefix, asker.leaseMs, asker.queueId, asker.durableRedis ? '1' : '', asker.holder, asker.holdMs, asker.knownNodeId];
-  args.push(asker.credit.length, ...asker.credit.flat(), requests.length);
-  for (const request of requests) args.push(request.count, request.refill ? '1' : '', request.buckets.length, ...request.buckets);
-  const call = { name: 'leaseTokens', keys: [grantor.slotKey], args };
-  const reply = (await grantor.confirmation.run(grantor.runner, call, grantedAny(requests.length))) as (number | string)[];
-  const status = Number(reply[1]);
+  const reply = await runLeaseTokens(grantor.runner, {
+    slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, leaseMs: asker.leaseMs, queueId: asker.queueId, durableRedis: asker.durableRedis,
+    holder: asker.holder, holdMs: asker.holdMs, knownNodeId: asker.knownNodeId, credit: asker.credit, requests,
+  }, grantor.confirmation);
   return {
-    grantUs: Number(reply[0]),
-    status: status === 1 ? 'report' : status === 2 ? 'wait' : 'decided',
-    results: requests.map((request, i) => ({
-      granted: Number(reply[2 + 4 * i]), roomInMs: Number(reply[3 + 4 * i]), lacking: String(reply[4 + 4 * i] ?? ''),
-      held: heldUnits(request, String(reply[5 + 4 * i] ?? '')),
-    })),
+    grantUs: reply.grantUs,
+    status: reply.status === LeaseTokensStatus.Report ? 'report' : reply.status === LeaseTokensStatus.Wait ? 'wait' : 'decided',
+    results: reply.results,
   };
-}
-
-/** "<j>:<units>,..." (the j-th bucket of the request, from 1) -> units added to the hold, by bucket id. */
-function heldUnits(request: LeaseRequest, text: string): BucketUnits[] {
-  if (text === '') return [];
-  return text.split(',').map((part) => {
-    const [j, units] = part.split(':');
-    return [request.buckets[Number(j) - 1].split('$')[0], Number(units)] as const;
-  });
 }
 
 /**
@@ -72,20 +63,9 @@ function heldUnits(request: LeaseRequest, text: string): BucketUnits[] {
  * their units in use are held again).
  */
 export async function renewHolds(grantor: GrantorTarget, holder: string, holdMs: number, holds: readonly HoldRenewal[]): Promise<{ nowMs: number; lapsed: string[] }> {
-  const call = { name: 'renewHolds', keys: [grantor.slotKey], args: [grantor.throttlePrefix, holder, holdMs, holds.length, ...holds.flat()] };
   // Confirmed like a grant: a renewal a failover loses could let a hold lapse before its worker stops spending it.
-  const reply = (await grantor.confirmation.run(grantor.runner, call, () => true)) as unknown[];
-  return { nowMs: Number(reply[0]), lapsed: reply.slice(2).map(String) };
-}
-
-/** A leaseTokens reply granted at least one token (a deposed grantor's grants must not be spent). */
-function grantedAny(requests: number): (raw: unknown) => boolean {
-  return (raw) => {
-    const reply = raw as (number | string)[];
-    if (Number(reply[1]) !== 0) return false;
-    for (let i = 0; i < requests; i++) if (Number(reply[2 + 4 * i]) > 0) return true;
-    return false;
-  };
+  const { nowMs, lapsed } = await runRenewHolds(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, holder, holdMs, holds }, grantor.confirmation);
+  return { nowMs, lapsed };
 }
 
 /** Who asks the grantor: the queue (prefix:queue, as registry entries name it), its lease, its Redis's durability. */
@@ -113,20 +93,16 @@ export async function reportQueueHistory(
   queue: ScriptRunner, historyIndexKey: string, queueBase: string, grantor: GrantorTarget, queueId: string, throttles: readonly string[],
   queuesSeen: readonly (readonly [string, string])[] = [],
 ): Promise<number> {
-  const history = (await queue.run('readQueueHistory', [historyIndexKey], [queueBase])) as unknown[];
-  const args: (string | number)[] = [grantor.throttlePrefix, queueId, Number(history[0]), queuesSeen.length];
-  for (const [id, declared] of queuesSeen) args.push(id, declared);
-  args.push(throttles.length, ...throttles);
-  args.push(...(history.slice(1) as (string | number)[]));
-  const reply = (await grantor.runner.run('reportQueueHistory', [grantor.slotKey], args)) as number[];
-  return Number(reply[1]);
+  const history = await runReadQueueHistory(queue, { historyIndex: historyIndexKey, queueBase });
+  const reply = await runReportQueueHistory(grantor.runner, {
+    slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, queueId, wholeForUs: history.wholeForUs, queuesSeen, throttles, history: history.buckets,
+  });
+  return reply.counted;
 }
 
 /** Gives tokens back (lua/returnLeasedTokens-1.lua); resolves to how many stopped counting. */
 export async function returnLeasedTokens(grantor: GrantorTarget, groups: readonly ReturnGroup[]): Promise<number> {
   if (groups.length === 0) return 0;
-  const args: (string | number)[] = [grantor.throttlePrefix, groups.length];
-  for (const g of groups) args.push(g.bucketId, g.grantUs, g.leaseMs, g.nonce, g.count);
-  const reply = (await grantor.runner.run('returnLeasedTokens', [grantor.slotKey], args)) as number[];
-  return Number(reply[1]);
+  const reply = await runReturnLeasedTokens(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, groups });
+  return reply.returned;
 }

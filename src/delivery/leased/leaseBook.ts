@@ -1,4 +1,5 @@
 import { classBuckets } from '../../keys/classMember';
+import { wantsRefill } from '../../lua/calls/takeLeasedJobs';
 import { LeaseRequest } from './grantorCalls';
 
 /** A class's buckets as its name spells them, each id with its cost there ("<id>$<cost>" unless 1; src/keys/classMember.ts). */
@@ -72,7 +73,7 @@ export class LeaseBook {
 
   /**
    * What to ask the grantor for, given the classes waiting (in queue order, with their held jobs) and the
-   * buckets to refill ahead (held -1), and the slots asking now: `asking + ahead` tokens, first for held jobs,
+   * buckets to refill ahead (held REFILL_AHEAD), and the slots asking now: `asking + ahead` tokens, first for held jobs,
    * class by class; what is left refills buckets that flow (each such refill is what the slots asking wait for).
    */
   plan(wanted: readonly { member: string; held: number }[], asking: number, nowMs: number): LeaseRequest[] {
@@ -88,7 +89,7 @@ export class LeaseBook {
       left -= count;
     };
     for (const { member, held } of wanted) if (held > 0 && left > 0) ask(member, Math.min(held, left), false);
-    for (const { member, held } of wanted) if (held < 0 && left > 0) ask(member, left, true);
+    for (const w of wanted) if (wantsRefill(w) && left > 0) ask(w.member, left, true);
     return requests;
   }
 

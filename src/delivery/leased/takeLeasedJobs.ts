@@ -1,62 +1,12 @@
 import { ScriptRunner } from '../../lua/scripts';
-import { parseTakeReply, TakeCall, takeJobsInput, TakeReply } from '../takeNextJobs';
-import { BucketUnits } from './concurrencyHolds';
+import { CallerUnits, Deposit, LeaseReply, runTakeLeasedJobs } from '../../lua/calls/takeLeasedJobs';
+import { TakeCall, TakeReply } from '../../lua/calls/takeNextJobs';
 
-/** Tokens the grantor granted (or refused) for one class, to be put in the queue's pools. */
-export interface Deposit {
-  readonly member: string;
-  /** The queue node's clock (us) in the reply the request followed: the tokens expire h after it. */
-  readonly requestUs: number;
-  /** The grantor's clock (us) at the grant: with the lease, it finds the tokens in the counters again. */
-  readonly grantUs: number;
-  readonly nonce: string;
-  readonly count: number;
-  /** When the grantor has room for more of the class (ms from its answer; 0: unknown, -1: no such throttle). */
-  readonly roomInMs: number;
-  /** The bucket id whose room comes last ('' when all were granted). */
-  readonly lacking: string;
-  /** Leased ahead for a flowing class: kept beyond its held jobs. */
-  readonly refill: boolean;
-}
-
-/** Tokens to give back to the grantor (lua/returnLeasedTokens-1.lua). */
-export interface ReturnGroup {
-  readonly bucketId: string;
-  readonly grantUs: number;
-  /** h, as the tokens were granted. */
-  readonly leaseMs: number;
-  readonly nonce: string;
-  readonly count: number;
-}
-
-export interface LeaseReply {
-  /** Tokens found expired in the call (refused deposits included). */
-  expired: number;
-  /** The queue node's identity: deposits of requests that followed this reply name it. */
-  node: string;
-  /** Classes waiting for tokens, first in queue order, with their held jobs (-1: a flowing class whose pool ran low). */
-  wanted: { member: string; held: number }[];
-  returns: ReturnGroup[];
-  /** Jobs delivered on the calling worker's units of concurrency, with what each spent per bucket. */
-  spends: Map<string, BucketUnits[]>;
-}
-
-/** The calling worker's concurrency, for one call (src/delivery/leased/concurrencyHolds.ts). */
-export interface CallerUnits {
-  /** Encoded names of the queue's throttles with a concurrency: their buckets need the worker's units. */
-  readonly throttles: readonly string[];
-  /** Units the worker has free, lent to this call. */
-  readonly free: readonly BucketUnits[];
-  /** Buckets whose units were freed since the worker's last call. */
-  readonly freed: readonly string[];
-}
+// The leased delivery script's input and reply are the script layer's (src/lua/calls/takeLeasedJobs.ts); exported here as before.
+export type { CallerUnits, Deposit, LeaseReply, ReturnGroup } from '../../lua/calls/takeLeasedJobs';
+export { returnGroupAt } from '../../lua/calls/takeLeasedJobs';
 
 const NO_UNITS: CallerUnits = { throttles: [], free: [], freed: [] };
-
-/** The return group of 5 fields at `at` (lua/takeLeasedJobs-19.lua, lua/withdrawLeases-1.lua). */
-export function returnGroupAt(raw: unknown[], at: number): ReturnGroup {
-  return { bucketId: String(raw[at]), grantUs: Number(raw[at + 1]), leaseMs: Number(raw[at + 2]), nonce: String(raw[at + 3]), count: Number(raw[at + 4]) };
-}
 
 /**
  * One leased delivery call (lua/takeLeasedJobs-19.lua): deposits, then delivery as takeNextJobs. `knownNode`:
@@ -66,31 +16,5 @@ export async function takeLeasedJobs(
   runner: ScriptRunner, call: TakeCall, wantsLimit: number, refillBelow: number, deposits: readonly Deposit[], depositsNode: string,
   units: CallerUnits = NO_UNITS, knownNode = '',
 ): Promise<{ reply: TakeReply; lease: LeaseReply }> {
-  const { keys, args } = takeJobsInput({ ...call, lateAfterUs: 0 });
-  args.push(wantsLimit, knownNode, depositsNode, refillBelow, deposits.length);
-  for (const d of deposits) args.push(d.member, d.requestUs, d.grantUs, d.nonce, d.count, d.roomInMs, d.lacking, d.refill ? '1' : '');
-  args.push(units.throttles.length, ...units.throttles, units.free.length, ...units.free.flat(), units.freed.length, ...units.freed);
-  const [base, lease, tickets] = (await runner.run('takeLeasedJobs', keys, args)) as [unknown[], unknown[], unknown[] | undefined];
-  const wantedCount = Number(lease[2]);
-  const wanted: LeaseReply['wanted'] = [];
-  for (let i = 0; i < wantedCount; i++) wanted.push({ member: String(lease[3 + 2 * i]), held: Number(lease[4 + 2 * i]) });
-  const returnsAt = 3 + 2 * wantedCount;
-  const returns: ReturnGroup[] = [];
-  const returnCount = Number(lease[returnsAt]);
-  for (let i = 0; i < returnCount; i++) returns.push(returnGroupAt(lease, returnsAt + 1 + 5 * i));
-  const spends = new Map<string, BucketUnits[]>();
-  let at = returnsAt + 1 + 5 * returnCount;
-  const spendCount = Number(lease[at++] ?? 0);
-  for (let i = 0; i < spendCount; i++) {
-    const jobId = String(lease[at]);
-    const k = Number(lease[at + 1]);
-    const units: BucketUnits[] = [];
-    for (let j = 0; j < k; j++) units.push([String(lease[at + 2 + 2 * j]), Number(lease[at + 3 + 2 * j])]);
-    spends.set(jobId, units);
-    at += 2 + 2 * k;
-  }
-  const reply = parseTakeReply(base);
-  // What each job spent, with the earliest expiry of its tokens (its processor must start by then).
-  if (Array.isArray(tickets) && tickets.length === reply.jobs.length) reply.tickets = tickets.map(String);
-  return { reply, lease: { expired: Number(lease[0]), node: String(lease[1] ?? ''), wanted, returns, spends } };
+  return runTakeLeasedJobs(runner, { take: call, wantsLimit, knownNode, depositsNode, refillBelow, deposits, units });
 }

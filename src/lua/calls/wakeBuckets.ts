@@ -1,0 +1,35 @@
+import { encodeSegment } from '../../keys/keyEncoding';
+import { ScriptRunner } from '../scripts';
+import { fixedCall, fixedKeysScript, sendCall } from './scriptCall';
+
+/**
+ * lua/wakeBuckets-3.lua, on a queue: the classes that wait on a throttle's buckets (all of them, or one) look again
+ * at the next delivery call, and bullmq's blocked main loop is woken through the queue's marker.
+ */
+export const wakeBucketsScript = fixedKeysScript('wakeBuckets', ['wakeups', 'leaseRoom', 'marker']);
+
+/** ARGV[2] for every bucket of the throttle. */
+export const EVERY_BUCKET = '';
+
+/** The queue's keys a wake touches. */
+export interface WakeKeys {
+  /** The queue's wakeups (ZSET bucket id -> us). */
+  readonly wakeups: string;
+  /** Its lease-room (HASH bucket id -> us). */
+  readonly leaseRoom: string;
+  /** bullmq's marker of the queue. */
+  readonly marker: string;
+}
+
+export interface WakeBucketsInput extends WakeKeys {
+  /** The throttle's name (sent encoded). */
+  readonly throttle: string;
+  /** A bucket segment, or EVERY_BUCKET. */
+  readonly bucket: string;
+}
+
+/** Resolves to the number of buckets woken. */
+export function runWakeBuckets(runner: ScriptRunner, input: WakeBucketsInput): Promise<number> {
+  const call = fixedCall(wakeBucketsScript, { wakeups: input.wakeups, leaseRoom: input.leaseRoom, marker: input.marker }, [encodeSegment(input.throttle), input.bucket]);
+  return sendCall(runner, call).then(Number);
+}
