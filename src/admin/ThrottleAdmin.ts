@@ -472,6 +472,9 @@ export class ThrottleAdmin {
    * Lifts every pause of a throttle, or (`key`) that bucket's own; classes waiting on them look again at once.
    * Resolves to how many pauses were lifted.
    *
+   * @example
+   * await admin.resume('stripe');                                // every pause of the throttle
+   * await admin.resume('stripe-per-customer', { key: ['acme'] }); // only that bucket's own pause
    * @param name - The throttle's name.
    * @param options - Which bucket's own pause to lift.
    * @returns How many stored pauses were removed (a pause already over may count too); 0: there was none.
@@ -522,6 +525,9 @@ export class ThrottleAdmin {
   /**
    * Goes back to the declared limits: of the whole throttle and every bucket, or (`key`) of one bucket.
    *
+   * @example
+   * await admin.clearLimits('stripe');                                 // every override of the throttle
+   * await admin.clearLimits('stripe-per-customer', { key: ['bigco'] }); // only that bucket's own override
    * @param name - The throttle's name.
    * @param options - Which bucket's own override to clear.
    * @throws InvalidGrantError when `key` does not fit the key of the throttle a live worker declares.

@@ -4,7 +4,15 @@ import { markHeldJob } from './heldJobMark';
 import { ThrottledQueueView, ThrottledQueueViewOptions } from './throttledQueueView';
 import { splitWaitingRange } from './waitingRange';
 
-/** Bull Board's own options of a BullMQAdapter (readOnlyMode, description, ...), passed on as given. */
+/**
+ * Bull Board's own options of a BullMQAdapter (readOnlyMode, description, ...), passed on as given; each
+ * defaults as in Bull Board.
+ *
+ * @example
+ * ```ts
+ * new ThrottledBullMQAdapter(paymentsQueue, { readOnlyMode: true, displayName: 'Payments' });
+ * ```
+ */
 export type BoardOptions = NonNullable<ConstructorParameters<typeof BullMQAdapter>[1]>;
 type JobStatus = Parameters<BullMQAdapter['getJobs']>[0][number];
 type JobCounts = Awaited<ReturnType<BullMQAdapter['getJobCounts']>>;
@@ -38,7 +46,18 @@ export interface ThrottledJobCounts extends JobCounts {
   latest?: number;
 }
 
-/** Bull Board's own adapter options (readOnlyMode, displayName, ...), and where the throttle layer's keys are. */
+/**
+ * Bull Board's own adapter options (readOnlyMode, displayName, ...), and where the throttle layer's keys are
+ * (ThrottledQueueViewOptions). Every one may be left out.
+ *
+ * @example
+ * ```ts
+ * createBullBoard({
+ *   queues: [new ThrottledBullMQAdapter(paymentsQueue, { readOnlyMode: true, throttlePrefix: 'payments' })],
+ *   serverAdapter,
+ * });
+ * ```
+ */
 export type ThrottledBullMQAdapterOptions = BoardOptions & ThrottledQueueViewOptions;
 
 /** The status whose list and count the held jobs join. */

@@ -17,7 +17,15 @@ export interface QueueOfBoard {
   readonly client?: Promise<unknown>;
 }
 
-/** Where the held jobs of a queue shown in Bull Board are read. */
+/**
+ * Where the held jobs of a queue shown in Bull Board are read.
+ *
+ * @example
+ * ```ts
+ * // The workers set throttlePrefix: 'payments', and the queue's own client is not the Redis to read.
+ * new ThrottledBullMQAdapter(paymentsQueue, { throttlePrefix: 'payments', connection: 'redis://queues:6379' });
+ * ```
+ */
 export interface ThrottledQueueViewOptions {
   /** The throttle namespace: the workers' `throttlePrefix`. @default the queue's prefix */
   throttlePrefix?: string;

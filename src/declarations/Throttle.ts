@@ -96,12 +96,19 @@ export class Throttle {
    * Throttle.named('sendgrid').rate(500, '1s', { burst: 50 });
    * @param n - The average number of deliveries (cost units, with a cost) per `per`, a positive whole number.
    * @param per - The period: milliseconds, or text such as '1s' or '1m'.
-   * @param options - `burst`: the most an idle bucket admits at once, a positive whole number (default 1).
+   * @param options - `burst`: the most an idle bucket admits at once (default 1: evenly spaced).
    * @returns A new declaration with the rate.
    * @throws InvalidThrottleError when a rate is already declared, `n` or `burst` is not a positive whole
    * number, `per` does not parse or is under 1 ms, or a declared limit could never apply alongside the rate.
    */
-  rate(n: number, per: WindowInput, options: { burst?: number } = {}): Throttle {
+  rate(n: number, per: WindowInput, options: {
+    /**
+     * The most an idle bucket admits at once, a positive whole number; 1 spaces deliveries evenly, one every
+     * per / n.
+     * @default 1
+     */
+    burst?: number;
+  } = {}): Throttle {
     if (this.tokenRate) {
       throw new InvalidThrottleError(`Throttle '${this.name}': rate() is declared twice; keep one rate per throttle (the stricter one).`);
     }
@@ -136,13 +143,20 @@ export class Throttle {
    * @example
    * Throttle.named('openai-tokens').cost(Cost.data('tokens'), { default: 1000 }).limit(90_000, '1m');
    * @param source - Where the cost is read: `Cost.data(path)` or `Cost.attribute(name)`.
-   * @param options - `default`: what a job without a usable cost counts, a positive whole number. Left out (the
-   * default), such a job fails.
+   * @param options - `default`: what a job without a usable cost counts. Left out (the default), such a job
+   * fails.
    * @returns A new declaration with the cost.
    * @throws InvalidThrottleError when a cost is already declared, `source` is not built by `Cost`, or `default`
    * is given and is not a positive whole number.
    */
-  cost(source: CostSource, options: { default?: number } = {}): Throttle {
+  cost(source: CostSource, options: {
+    /**
+     * What a job without a usable cost counts, a positive whole number. Left out, such a job fails, without
+     * retries (its processor does not run).
+     * @default undefined (a job without a usable cost fails)
+     */
+    default?: number;
+  } = {}): Throttle {
     if (this.costSpec) {
       throw new InvalidThrottleError(`Throttle '${this.name}': cost() is declared twice; keep one cost per throttle.`);
     }

@@ -15,7 +15,23 @@ export class RetryAfterError extends Error {
    */
   readonly throttle?: string;
 
-  constructor(retryAfterMs: number, options: { throttle?: string } = {}) {
+  /**
+   * An error that pauses the job's buckets (or one throttle's) for `retryAfterMs` once the processor throws it.
+   *
+   * @example
+   * throw new RetryAfterError(30_000, { throttle: 'stripe-per-customer' }); // "Retry-After: 30", that customer's bucket only
+   * @param retryAfterMs - How long the buckets pause (ms), a positive number; rounded up to a whole millisecond.
+   * @param options - Which throttle's bucket pauses (`throttle`); left out, every bucket the job draws from.
+   * @throws InvalidOptionError when `retryAfterMs` is not a positive finite number.
+   */
+  constructor(retryAfterMs: number, options: {
+    /**
+     * The throttle whose bucket (the job's) pauses. A name that is not one of the job's throttles pauses
+     * nothing (the worker logs a warning). Left out, every bucket the job draws from pauses.
+     * @default undefined (every bucket the job draws from)
+     */
+    throttle?: string;
+  } = {}) {
     if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs <= 0) {
       throw new InvalidOptionError(
         `new RetryAfterError(${String(retryAfterMs)}): the pause must be a positive number of milliseconds, such as new RetryAfterError(30_000) for "Retry-After: 30".`,

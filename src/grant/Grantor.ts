@@ -19,7 +19,14 @@ import { Delivery, GrantResult } from './types';
 /** Most copies one grantAvailable call decides (one script call: its arguments grow with them). */
 const MAX_AVAILABLE = 1000;
 
-/** Options of `new Grantor(options)`. */
+/**
+ * Options of `new Grantor(options)`.
+ *
+ * @example
+ * ```ts
+ * const grantor = new Grantor({ connection: 'redis://127.0.0.1:6379', throttlePrefix: 'payments', leaseMs: 100 });
+ * ```
+ */
 export interface GrantorOptions {
   /** ioredis options, a redis:// URL, or an ioredis client (which the Grantor then never closes). Required. */
   connection: ConnectionInput;
@@ -48,7 +55,10 @@ export interface GrantorOptions {
   leaseMs?: number;
 }
 
-/** Internal: tests swap in scripts built with a steerable clock. Not part of the public API. */
+/**
+ * Internal: tests swap in scripts built with a steerable clock. Not part of the public API.
+ * @internal
+ */
 export interface GrantorInternals {
   /** Internal, for tests: the Lua scripts to run instead of the built ones, by name. */
   scripts?: Map<string, LuaScript>;
@@ -56,7 +66,16 @@ export interface GrantorInternals {
   extraArgs?: () => (string | number)[];
 }
 
-/** Options of `Grantor.wait`. */
+/**
+ * Options of `Grantor.wait`.
+ *
+ * @example
+ * ```ts
+ * const shutdown = new AbortController(); // aborted when the app stops: the wait rejects
+ * const result = await grantor.wait([{ throttle: stripe }], { maxWaitMs: 2000, signal: shutdown.signal });
+ * if (!result.granted) console.log(`no room within 2 s; next at ${result.retryAt}`);
+ * ```
+ */
 export interface WaitOptions {
   /**
    * Give up after this long (ms, measured on this process's clock): `wait` then resolves with the last refusal.

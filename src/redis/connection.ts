@@ -18,7 +18,21 @@ export interface IORedisClient {
    * @param name The command's name on the client.
    * @param definition The script's source and its number of keys, as ioredis takes them.
    */
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  defineCommand(name: string, definition: {
+    /** The script's Lua source. */
+    lua: string;
+    /**
+     * How many of each call's arguments are keys. Left out, each call gives that number first.
+     * @default undefined (given by each call)
+     */
+    numberOfKeys?: number;
+    /**
+     * Whether ioredis treats the script as read-only: a Cluster client reading from replicas (scaleReads) may then
+     * send it to one.
+     * @default false
+     */
+    readOnly?: boolean;
+  }): void;
   /**
    * A new connection with the same options, as ioredis makes it. The package closes the copies it makes
    * (a closing worker withdraws its declarations on one).
@@ -36,6 +50,14 @@ export interface IORedisClient {
 /**
  * A Redis Cluster to connect to: ioredis's `new Cluster(startupNodes, clusterOptions)`. Options for each
  * node's connection (password, TLS) go in `clusterOptions.redisOptions`, as ioredis has them.
+ *
+ * @example
+ * ```ts
+ * const admin = new ThrottleAdmin({
+ *   connection: { startupNodes: [{ host: 'redis-0', port: 6379 }, { host: 'redis-1', port: 6379 }] },
+ *   prefix: '{bull}',
+ * });
+ * ```
  */
 export interface ClusterConnectionOptions {
   /** Seed nodes (any reachable one will do): `{ host, port }`, a port, or a `redis://` URL. */

@@ -61,15 +61,20 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    * h. In exact delivery (the queue's keys and its throttles' in one slot or server), more than 0 counts each
    * delivery against windows of W + h, and a job a window counted starts within h of the call that delivered it
    * or not at all (it is put back held, no attempt made, its window tokens given back): so at most N processors
-   * start in any window W, where the API sees it. 'auto' (the default): the worker chooses h from how long its
-   * processors take to start (1.5 times the p99, at least 10 ms; at most 100 ms, or a thirtieth of the shortest
-   * window when that is less, though never a cap under 20 ms). 0 counts deliveries at bullmq's
-   * processedOn only (the moment the delivery script ran): a processor may then start later, and two windows'
-   * deliveries can start in one window of the API's. In leased
+   * start in any window W, where the API sees it. (A bucket whose every window is at most a quarter full with the
+   * delivery counts it with the longer of h and a quarter of its shortest window, at most 250 ms, and the job may start
+   * within that.) 'auto' (the default): the worker chooses h from how long its processors take to start (see
+   * the default below). 0 counts deliveries at bullmq's processedOn only (the moment the delivery script ran): a
+   * processor may then start later, and two windows' deliveries can start in one window of the API's. In leased
    * delivery (throttles counted in another slot, or on the `grantor`'s Redis), a leased token may be spent up
    * to h after the request that asked for it (measured on the queue's Redis clock) and counts against W + h
-   * ('auto' is 100 there). Either way the sustained ceiling is N / (W + h).
-   * @default 'auto' in exact delivery, 100 in leased delivery
+   * ('auto' is 100 there; 0 is refused). Either way the sustained ceiling is N / (W + h).
+   * @default `'auto'`. In exact delivery the worker then chooses h at each delivery call: 50 ms until 100
+   * processors of jobs a window (or a rate with a lease) counted have checked their start; then, chosen again
+   * after every 100 such starts, 1.5 times the p99 of the latest 1,000 start delays (from sending the delivery
+   * call to the check right before the processor), rounded up to a whole ms and at least 10 ms; and never more
+   * than the cap: 100 ms, or a thirtieth of the shortest `limit` window the queue's live workers declare
+   * (rounded down) when that is less, but at least 20 ms. In leased delivery, `'auto'` is 100 ms.
    */
   leaseMs?: number | 'auto';
   /**
@@ -321,8 +326,21 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    * As Worker's. A blocking call blocks as bullmq's does (until a job can go, or for drainDelay): a wake-up
    * that finds no job (the throttle layer wakes blocked workers when its config changes or a bucket has
    * room again, through the queue's marker) does not end it early.
+   *
+   * @example
+   * const job = await worker.getNextJob(token, { block: false }); // look once, without waiting
+   * @param token - The lock token the job is taken with, as bullmq's.
+   * @param options - Whether to wait for a job (`block`).
+   * @returns The job taken, or undefined when none could go.
    */
-  override async getNextJob(token: string, { block = true }: { block?: boolean } = {}): Promise<Job<DataType, ResultType, NameType>> {
+  override async getNextJob(token: string, { block = true }: {
+    /**
+     * Wait for a job (until one can go, or for drainDelay) when none can go now; false: look once. As in
+     * bullmq, a call blocks only once the worker has drained, and not while rate limited, paused or closing.
+     * @default true
+     */
+    block?: boolean;
+  } = {}): Promise<Job<DataType, ResultType, NameType>> {
     // bullmq blocks only once the worker has drained (its first call looks without blocking), and not while
     // rate limited or while another blocking read is under way: a call that would not block is bullmq's alone.
     const state = this as unknown as { drained: boolean; limitUntil: number; waiting: unknown };

@@ -107,7 +107,7 @@ describe('processor starts, with a start deadline', () => {
     const starts: Start[] = [];
     // 10 delivered at once, each start holding the loop 15 ms: the last starts some 135 ms after its delivery,
     // far past h (20 ms), but the bucket never holds more than 80 of its 1,000 (a quarter is 250), so each
-    // delivery counts for W + 250 ms and may start that late.
+    // delivery counts for W + 250 ms (a quarter of the window) and may start that late.
     const worker: ThrottledWorker = bed.worker('roomy', startRecorder(starts, () => 15), {
       concurrency: 10, leaseMs: 20, throttles: [Throttle.named('roomy').limit(1_000, '1s')],
     });
