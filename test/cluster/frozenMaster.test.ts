@@ -5,6 +5,8 @@ import pino from 'pino';
 import { ExactDelivery } from '../../src/delivery/ExactDelivery';
 import { InFlightRelease } from '../../src/worker/inFlightRelease';
 import { takeNextJobs, TakeReply } from '../../src/delivery/takeNextJobs';
+import { nodeReplicasCall } from '../../src/lua/calls/nodeReplicas';
+import { sendCall } from '../../src/lua/calls/scriptCall';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { newClusterClient } from '../support/clusterClient';
 import { RedisCluster, startRedisCluster } from '../support/redisCluster';
@@ -63,7 +65,7 @@ test('calls answered by a master replaced while frozen: a bare one delivers, exa
   // Load both scripts on the node first: a call on the socket at wake must not need a second round trip.
   for (const runner of [bare, confirmed]) {
     await takeNextJobs(runner, { ...context, tokens: ['load'], workerName: '', gen, lateAfterUs: 1 });
-    await runner.run('nodeReplicas', [queueKeys.node], [2_000]);
+    await sendCall(runner, nodeReplicasCall({ record: queueKeys.node, graceMs: 2_000 }));
   }
   // The loading calls were late: they delivered nothing (the jobs may have been filed into their class).
   expect(await client.llen(context.bullmqKeys.active)).toBe(0);

@@ -4,6 +4,8 @@ import pino from 'pino';
 import { DeliveryVoidedError, Throttle, ThrottledWorker, ThrottleKeys } from '../../src';
 import { ExactDelivery } from '../../src/delivery/ExactDelivery';
 import { takeNextJobs, TakeReply } from '../../src/delivery/takeNextJobs';
+import { nodeReplicasCall } from '../../src/lua/calls/nodeReplicas';
+import { sendCall } from '../../src/lua/calls/scriptCall';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { SentinelVouch } from '../../src/redis/sentinelVouch';
 import { InFlightRelease } from '../../src/worker/inFlightRelease';
@@ -101,7 +103,7 @@ test('a master frozen while its only replica was promoted: a bare call on it del
   for (const runner of [bare, confirmed]) {
     // Loads the scripts (a late call delivers nothing), and lets the node record its replica.
     await takeNextJobs(runner, { ...context, tokens: ['load'], workerName: '', gen, lateAfterUs: 1 });
-    await runner.run('nodeReplicas', [queueKeys.node], [2_000]);
+    await sendCall(runner, nodeReplicasCall({ record: queueKeys.node, graceMs: 2_000 }));
   }
   expect(await client.llen(context.bullmqKeys.active)).toBe(0);
 
