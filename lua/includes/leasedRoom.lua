@@ -17,6 +17,7 @@
     <queueBase>:lease-wants      ZSET class -> order: classes waiting for tokens (the worker leases for them)
     <queueBase>:lease-room       HASH bucket id -> us (this node's clock) the grantor said it has room again
     <queueBase>:lease-pools      SET of bucket ids that may have a pool (withdrawLeases finds them there)
+    <queueBase>:lpaused:<bucket id>  a pause a RetryAfterError of this queue set, expiring with it (its pool is not spent)
     <queueBase>:lease-dry        HASH bucket id -> us (this node's clock) tokens were asked for the bucket
                                  (a refill, a class waiting) and have not come yet; -us: when such an ask
                                  went overdue (no tokens within h)
@@ -141,6 +142,10 @@ local function roomSource(bucket)
   local entries = rcall('ZRANGE', key, 0, -1, 'WITHSCORES')
   local count = 0
   for i = 1, #entries, 2 do count = count + unitsOf(entries[i]) end
+  -- A bucket a processor of this queue paused (RetryAfterError) spends none of its pool while the pause lasts:
+  -- the namespace's pause is in another slot, and this marker, set by that worker with the pause's time as its
+  -- expiry (on this node's clock), is its copy here. Its tokens expire unspent, returned as any expired.
+  if #entries > 0 and rcall('EXISTS', leasedContext.queueBase .. ':lpaused:' .. bucket.id) == 1 then count = 0 end
   -- next: the entry spent from; taken: tokens taken from it so far (written back by saveRoom).
   pool = { key = key, bucket = bucket, count = count, entries = entries, next = 1, taken = 0 }
   -- A bucket with a concurrency needs the calling worker's units too (nil: it has none to need).

@@ -183,6 +183,7 @@ export class ThrottleKeys {
       inFlight: `${base}:in-flight`,
       putBack: `${base}:put-back`,
       bullmqJob: (jobId: string) => `${this.bullmqBase(queue)}${jobId}`,
+      leasedPause: (bucketId: string) => `${base}:lpaused:${bucketId}`,
       classJobs: (member: string) => `${base}:c:${member}`,
       waiters: (bucketId: string) => `${base}:w:${bucketId}`,
       throttleStats: (name: string) => {
@@ -251,6 +252,12 @@ export interface QueueThrottleKeys {
   readonly putBack: string;
   /** bullmq's HASH of one job of the queue (`<prefix>:<queue>:<id>`): in the queue's slot, as every key here. */
   bullmqJob(jobId: string): string;
+  /**
+   * STRING, leased delivery: a bucket a RetryAfterError of this queue paused, expiring when the pause ends, so that
+   * the queue's pool of the bucket is not spent meanwhile (lua/includes/leasedRoom.lua; the pause itself is in the
+   * namespace's slot). `bucketId` is "<encoded throttle name>=<bucket segment>".
+   */
+  leasedPause(bucketId: string): string;
   /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
   readonly dispatchDelays: string;
   /**

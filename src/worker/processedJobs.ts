@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { RetryAfterError } from '../errors/RetryAfterError';
+import { encodeSegment } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
@@ -94,6 +95,14 @@ export class ProcessedJobs {
       return;
     }
     await pauseBuckets(runner, this.context.keys, buckets, error.retryAfterMs);
+    // Leased, the queue's pools of those buckets hold tokens leased before the pause: marked paused in the queue's
+    // slot too (expiring with the pause, on that node's clock), so that no delivery call spends them meanwhile.
+    const client = this.context.workerClient();
+    if (this.context.delivery()?.mode === 'leased' && client) {
+      for (const { name, segment } of buckets) {
+        await client.set(this.context.queueKeys.leasedPause(`${encodeSegment(name)}=${segment}`), '1', 'PX', error.retryAfterMs);
+      }
+    }
     logger.info({ queue, jobId: job.id, buckets, forMs: error.retryAfterMs }, 'buckets paused by RetryAfterError');
   }
 }
