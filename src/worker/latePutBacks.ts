@@ -1,4 +1,5 @@
 import type { LateDelivery } from '../delivery/lateStartTickets';
+import { PutBackStart } from '../lua/calls/markPutBack';
 import { giveBack, markPutBack, notePutBack, PutBackContext } from './lateStartReturn';
 
 interface PuttingBack {
@@ -31,7 +32,7 @@ export class LatePutBacks {
   /** lateStart refused the job: steps that come before the move begin now. */
   begin(late: LateDelivery): void {
     const giveBackAfterMove = this.context.delivery()?.mode !== 'leased';
-    const ready = Promise.all([markPutBack(this.context, late.jobId, true), giveBackAfterMove ? undefined : giveBack(this.context, late)]).then(() => undefined);
+    const ready = Promise.all([markPutBack(this.context, late.jobId, PutBackStart.TakeBack), giveBackAfterMove ? undefined : giveBack(this.context, late)]).then(() => undefined);
     this.pending.set(late.jobId, { late, ready, giveBackAfterMove });
   }
 
@@ -40,7 +41,7 @@ export class LatePutBacks {
    * priority again (as bullmq places a job its processor rate-limited). It ran, so its start stays counted.
    */
   markRetryAfter(jobId: string | undefined): Promise<void> {
-    return jobId === undefined ? Promise.resolve() : markPutBack(this.context, jobId, false);
+    return jobId === undefined ? Promise.resolve() : markPutBack(this.context, jobId, PutBackStart.Keep);
   }
 
   /** Before bullmq moves the job back to wait. */

@@ -23,17 +23,16 @@ export interface PutBackContext {
 
 /**
  * Marks the job put back (lua/markPutBack-2.lua), before bullmq moves it to wait: wherever a delivery meets it
- * there, it goes first among its priority again, as bullmq places a job its processor rate-limited; and the start its
- * delivery counted in attemptsStarted is taken back (its processor never ran). A mark that fails only costs the job
- * its place and that start (logged).
+ * there, it goes first among its priority again, as bullmq places a job its processor rate-limited; `start` says
+ * whether the start its delivery counted in attemptsStarted is taken back (a late start: its processor never ran)
+ * or kept (RetryAfterError: it ran). A mark that fails only costs the job its place (and that start) (logged).
  */
-export function markPutBack(context: PutBackContext, jobId: string, takeBackStart: boolean): Promise<void> {
+export function markPutBack(context: PutBackContext, jobId: string, start: PutBackStart): Promise<void> {
   const runner = context.runner();
   if (!runner) return Promise.resolve();
   const keys = context.queue().keys;
-  const start = takeBackStart ? PutBackStart.TakeBack : PutBackStart.Keep;
   return runMarkPutBack(runner, { putBack: keys.putBack, job: keys.bullmqJob(jobId), jobId, start }).then(() => undefined, (error: unknown) => {
-    context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back for starting late; it goes back behind the jobs held meanwhile');
+    context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back; it goes back behind the jobs held meanwhile');
   });
 }
 
