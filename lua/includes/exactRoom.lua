@@ -27,7 +27,7 @@ local function initRoom(ctx)
   exactRoomContext = ctx
   ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
   -- ARGV[15 + K] (lua/takeNextJobs-19.lua): the namespace's node identity the worker saw recorded.
-  noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true, ARGV[15 + K])
+  ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', true, ARGV[15 + K])
 end
 
 local function roomSource(bucket)
@@ -147,9 +147,9 @@ end
 
 local function saveRoom()
   saveBucketCounters(exactRoomContext.queueBase)
-  if roomTicketing.longestL > exactRoomContext.leaseMs then
-    local recordKey = exactRoomContext.throttlePrefix .. ':grantor'
-    if roomTicketing.longestL > (tonumber(rcall('HGET', recordKey, 'hmax')) or 0) then rcall('HSET', recordKey, 'hmax', roomTicketing.longestL) end
+  -- initRoom read hmax (a longer lease is used only when h > 0, when it is read).
+  if roomTicketing.longestL > exactRoomContext.hmax then
+    rcall('HSET', exactRoomContext.throttlePrefix .. ':grantor', 'hmax', roomTicketing.longestL)
   end
   for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
   saveThrottleStats(exactRoomContext.queueBase, exactRoomContext.throttlePrefix, exactRoomContext.nowMs)

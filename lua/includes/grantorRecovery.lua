@@ -89,7 +89,8 @@ local function declaredLongest(entry)
   return table.concat(parts, ',')
 end
 
--- Call once per script, before any counter is read. exactHere: the caller counts deliveries on this node
+-- Call once per script, before any counter is read; returns the record's hmax (0 when neither read nor needed:
+-- leaseMs 0 and no change of node). exactHere: the caller counts deliveries on this node
 -- itself (exact delivery), so what it counted may be lost with the node. knownId: the node identity the caller
 -- saw recorded before (includes/nodeIdentity), if any.
 function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere, knownId)
@@ -143,6 +144,8 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
       rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
     end
   end
+  -- The record's hmax as it stands now (read when leaseMs > 0): a caller that counts with a longer lease raises it.
+  return hmax
 end
 
 -- While a gather is on: 'report' (this queue must report first), 'wait' (others have not), or nil (done).

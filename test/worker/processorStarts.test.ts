@@ -1,6 +1,6 @@
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Key, Throttle, ThrottleAdmin, ThrottledWorker } from '../../src';
+import { Key, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { mostInAnyWindow } from '../../src/check/mostInAnyWindow';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
@@ -115,6 +115,8 @@ describe('processor starts, with a start deadline', () => {
     expect(worker.startDeadline.putBack).toBe(0);
     expect(starts).toHaveLength(80);
     expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(1_000);
+    // The namespace's record keeps the longest lease counted with, for a failover's recount.
+    expect(await redis.hget(new ThrottleKeys(bed.prefix).grantorRecord, 'hmax')).toBe('250');
   });
 
   it('a job counted with the longer lease that still starts too late goes back, and its window token with it', async () => {
