@@ -11,19 +11,26 @@ const WINDOW_SHARE = 30;
 const SHORT_WINDOW_CEILING_MS = 20;
 /** h before enough processors have started to measure how long a start takes. */
 const INITIAL_MS = 50;
-/** The chosen h covers the p99 of the latest starts' ages with this much to spare. */
+/** The chosen h covers the p99 of the latest starts' ages with this much to spare (and START_SPARE_MS at least). */
 const HEADROOM = 1.5;
 const SAMPLES = 1000;
 /** h is chosen again after this many starts (sorting the samples at every start would cost more than it tells). */
 const CHOOSE_EVERY = 100;
 /**
- * A processor starts only within this share of its deadline: the check is not the start itself, and a process
- * descheduled between the two (a loaded machine, a collector pause) starts it later than it checked. A tenth of h
- * to spare covers short pauses of a machine with every core busy (with the whole deadline, a CI run with every
- * core busy once saw 101 processor starts in a 1 s window of 100; such a pause is the one way to it we found), at
- * the cost of putting back the rare job that comes in that last tenth.
+ * A processor starts only this much before its deadline at the latest: the check is not the start itself, and a
+ * process descheduled between the two (a loaded machine, a collector pause) starts it later than it checked.
+ * A tenth of the deadline, but at least START_SPARE_MS (at most half of it): with a tenth alone, a CI run with
+ * every core busy once saw 101 processor starts in a 1 s window of 100 (h 33 ms, 3.3 ms to spare), and one
+ * with a fixed leaseMs of 15 saw 4 starts in a window of 3 (1.5 ms to spare); a pause between the check and
+ * the start is the one way to either we found. The cost is the rare job that comes in that last stretch,
+ * put back; a chosen h grows to cover it (it is chosen from the ages checked).
  */
 const START_BY_SHARE = 0.9;
+const START_SPARE_MS = 4;
+/** The latest age (ms) at which a delivery with this deadline may still start. */
+export function latestStartMs(deadlineMs: number): number {
+  return deadlineMs - Math.min(deadlineMs / 2, Math.max(deadlineMs * (1 - START_BY_SHARE), START_SPARE_MS));
+}
 /** A delivery whose processor has not started this long after is forgotten (far past any h). */
 const FORGET_AFTER_MS = 60_000;
 
@@ -144,7 +151,7 @@ export class StartDeadlines {
     this.pending.delete(jobId!);
     const age = now - delivery.sentAt;
     this.sample(age);
-    if (age > delivery.deadlineMs * START_BY_SHARE) {
+    if (age > latestStartMs(delivery.deadlineMs)) {
       this.putBackCount++;
       this.batches.late(delivery.sentAt, delivery.batch);
       return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
@@ -183,6 +190,6 @@ export class StartDeadlines {
     this.sinceChosen = 0;
     const sorted = [...this.ages].sort((a, b) => a - b);
     const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))];
-    this.chosenMs = Math.min(this.ceilingMs(), Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(p99 * HEADROOM)));
+    this.chosenMs = Math.min(this.ceilingMs(), Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(Math.max(p99 * HEADROOM, p99 + START_SPARE_MS))));
   }
 }
