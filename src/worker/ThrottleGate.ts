@@ -397,6 +397,7 @@ export class ThrottleGate implements Gate {
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }
+    if (reply.jobs.length > 0) this.recovery.learnIdentity(this.namespaceClient(), this.keys);
     return reply;
   }
 

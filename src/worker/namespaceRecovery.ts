@@ -61,6 +61,20 @@ export class NamespaceRecovery {
     this.memory.forget(ticket, repliedAt);
   }
 
+  /**
+   * Reads the node identity as soon as the first deliveries recorded it, rather than at the next heartbeat (a
+   * third of the declarations' TTL later): a node that lost the record within those seconds would otherwise
+   * take the namespace for a new one. Once at a time, and only while none is known; a failed read waits for
+   * the heartbeat.
+   */
+  learnIdentity(client: RedisClient, keys: ThrottleKeys): void {
+    if (this.identity.known || this.learning) return;
+    this.learning = client.hget(keys.grantorRecord, 'id').then((id) => this.identity.note(id), () => undefined)
+      .finally(() => { this.learning = undefined; });
+  }
+
+  private learning?: Promise<void>;
+
   async beat(beat: RecoveryBeat): Promise<void> {
     // One read of the namespace's record serves both: its node's identity, and a workers' gather.
     const [id, hold, gathering] = await beat.client.hmget(beat.keys.grantorRecord, 'id', 'hold', 'gathering');
