@@ -81,6 +81,7 @@ function check(result: LoadResult, at: { faultAt: number; stableAt: number; addi
   // Delivery resumed by itself: jobs started after the cluster was stable again.
   expect(throttled.starts.filter((s) => s.processedOn > stableAt).length).toBeGreaterThan(0);
   expect(ours.mostInWindow).toBeLessThanOrEqual(THROTTLE.max);
+  expect(ours.mostStartsInWindow).toBeLessThanOrEqual(THROTTLE.max);
 }
 
 /** Waits until a master other than `oldPort` serves the key's slot, then until the cluster is stable; resolves when it is. */

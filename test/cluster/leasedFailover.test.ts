@@ -81,6 +81,7 @@ async function leasedUnderKill(label: string, keyToKill: (prefix: string, granto
   expect(throttled.failed).toEqual([]);
   expect(throttled.starts.filter((s) => s.processedOn > stableAt).length).toBeGreaterThan(0);
   expect(ours.mostInWindow).toBeLessThanOrEqual(THROTTLE.max);
+  expect(ours.mostStartsInWindow).toBeLessThanOrEqual(THROTTLE.max);
 }
 
 test("kill -9 of the queue's master: each job Redis keeps completes, none fails, delivery resumes", async () => {

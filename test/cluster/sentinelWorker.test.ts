@@ -67,6 +67,7 @@ async function underSentinelFailover(tag: string, failoverSettings: boolean) {
 test('with failoverDetector and reconnectOnError(READONLY): across SENTINEL FAILOVER every job Redis keeps completes, the limit holds', async () => {
   const { ours } = await underSentinelFailover('detector', true);
   expect(ours.mostInWindow).toBeLessThanOrEqual(THROTTLE.max);
+  expect(ours.mostStartsInWindow).toBeLessThanOrEqual(THROTTLE.max);
 }, 110_000);
 
 test("with ioredis's defaults: no job whose processor returned fails, no unhandled rejection (writes to the old master are lost)", async () => {

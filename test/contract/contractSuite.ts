@@ -8,6 +8,7 @@ import { START_DEADLINE_CEILING_MS } from '../../src/worker/startDeadlines';
 import { WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
+import { nowMs } from '../support/processorStart';
 
 /**
  * The delivery contract (issue 29, item 6): each guarantee family is one file in this folder, and each of its tests
@@ -45,7 +46,7 @@ export function describeEachMode(title: string, body: (mode: DeliveryModeUnderTe
 }
 
 /** This process's clock at sub-ms resolution: what a processor's first line sees. */
-export const processNowMs = (): number => performance.timeOrigin + performance.now();
+export const processNowMs = nowMs;
 
 export interface Start {
   id: string;

@@ -4,6 +4,7 @@ import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys
 import { connectionFor, waitFor } from '../support/bullmq';
 import { deleteKeysUnder, newRedis, uniquePrefix } from '../support/redis';
 import { SnapshotRedis } from '../support/snapshotRedis';
+import { nowMs } from '../support/processorStart';
 
 /**
  * Issue 26, items 2 and 3, leased delivery: a grantor (the `grantor` option's Redis) restarted from a snapshot
@@ -12,7 +13,6 @@ import { SnapshotRedis } from '../support/snapshotRedis';
  * idle queue tells on its heartbeat: the throttle goes on as soon as both queues told, the forgotten deliveries
  * counted again, at most N in the hour from processor starts and from processedOn.
  */
-const nowMs = () => performance.timeOrigin + performance.now();
 const N = 10;
 const HOUR = 3_600_000;
 

@@ -4,6 +4,7 @@ import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys
 import { waitFor } from '../support/bullmq';
 import { crash } from '../support/crashWorker';
 import { SnapshotRedis } from '../support/snapshotRedis';
+import { nowMs } from '../support/processorStart';
 
 /**
  * Issue 26, item 2: recovery in seconds, from what live workers remember. A Redis restarted from a snapshot
@@ -12,7 +13,6 @@ import { SnapshotRedis } from '../support/snapshotRedis';
  * burst counted again, instead of holding for the hour. A worker that delivered and died before the restart
  * cannot tell: the throttles it declared hold for their longest window.
  */
-const nowMs = () => performance.timeOrigin + performance.now();
 const N = 20;
 const HOUR = 3_600_000;
 

@@ -3,6 +3,7 @@ import IORedis from 'ioredis';
 import { mostInAnyWindow, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { waitFor } from '../support/bullmq';
 import { SnapshotRedis } from '../support/snapshotRedis';
+import { nowMs } from '../support/processorStart';
 
 /**
  * A single Redis restarted from an older state (a snapshot saved before a burst, then kill -9, then the
@@ -10,7 +11,6 @@ import { SnapshotRedis } from '../support/snapshotRedis';
  * throttles hold for their longest window after the restart, so that no window of W holds more than N
  * of the deliveries the processors received, the forgotten ones included.
  */
-const nowMs = () => performance.timeOrigin + performance.now();
 
 describe('a Redis restarted from an older snapshot', () => {
   let redis: SnapshotRedis;

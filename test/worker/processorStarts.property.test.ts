@@ -7,6 +7,7 @@ import { START_DEADLINE_CEILING_MS } from '../../src/worker/startDeadlines';
 import { worstRateExcess } from '../model/rateModel';
 import { newRedis } from '../support/redis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { nowMs } from '../support/processorStart';
 
 /**
  * The whole delivery path counted where the API sees it (issue 26): random windows, rates and start deadlines,
@@ -14,7 +15,6 @@ import { waitFor, WorkerTestBed } from '../support/bullmq';
  * go back held. Every limit of every bucket holds in every window counted from processor starts (this process's
  * clock) as well as from processedOn, no job starts twice, and every job starts in the end.
  */
-const nowMs = () => performance.timeOrigin + performance.now();
 
 const arbLimit = fc.record({ max: fc.integer({ min: 1, max: 6 }), windowMs: fc.integer({ min: 80, max: 300 }) });
 // Per customer, so that a slow rate of burst 1 (kept at processor start when per / n is 200 ms or more) still

@@ -5,11 +5,11 @@ import { mostInAnyWindow } from '../../src/check/mostInAnyWindow';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
+import { nowMs } from '../support/processorStart';
 
 // Issue 26: the guarantee where the API sees it. Counted at the moment each processor starts (this process's
 // clock, sub-ms), not only at processedOn, with a start deadline (leaseMs 'auto', or a fixed h): at most N starts
 // in any window W.
-const nowMs = () => performance.timeOrigin + performance.now();
 
 interface Start { at: number; processedOn: number; customer?: string; id: string }
 
