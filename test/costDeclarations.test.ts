@@ -3,9 +3,10 @@ import { Throttle } from '../src/declarations/Throttle';
 import { mergeDeclarations } from '../src/declarations/mergeDeclarations';
 import { InvalidThrottleError } from '../src/errors/InvalidThrottleError';
 import { ThrottleConflictError } from '../src/errors/ThrottleConflictError';
-import { configGeneration, effectiveThrottle, RegistryEntry } from '../src/worker/queueConfig';
+import { configGeneration, effectiveThrottle } from '../src/queueState/queueConfig';
+import type { RegistryEntry } from '../src/queueState/registryEntry';
 import { declarationData } from '../src/worker/declarationRegistry';
-import { jobCost } from '../src/worker/jobCost';
+import { jobCost } from '../src/queueState/jobCost';
 
 describe('cost(source, { default })', () => {
   it('declares where a job\'s cost is read, travels through the registry, and merges only with the same cost', () => {

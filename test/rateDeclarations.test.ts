@@ -1,7 +1,8 @@
 import { Throttle } from '../src/declarations/Throttle';
 import { mergeDeclarations } from '../src/declarations/mergeDeclarations';
 import { InvalidThrottleError } from '../src/errors/InvalidThrottleError';
-import { effectiveThrottle, RegistryEntry } from '../src/worker/queueConfig';
+import { effectiveThrottle } from '../src/queueState/queueConfig';
+import type { RegistryEntry } from '../src/queueState/registryEntry';
 import { declarationData } from '../src/worker/declarationRegistry';
 
 describe('rate(n, per, { burst })', () => {

@@ -1,10 +1,10 @@
 --[[
-  Works out a job's class inside the delivery script, exactly as src/worker/jobClassifier.ts does, for
+  Works out a job's class inside the delivery script, exactly as src/queueState/jobClassifier.ts does, for
   queues whose throttles key only on job.data paths and the job name and whose workers compute no
   attributes: such jobs then go from wait to active in one script, with no classification round trip.
 
   The spec is the queue state's `lua` field (written by publishQueueConfig, built by
-  src/worker/luaClassSpec.ts): the queue's throttles in the order their bucket ids sort, as
+  src/queueState/luaClassSpec.ts): the queue's throttles in the order their bucket ids sort, as
     [ { "n": encoded name, "k": [ ["name"] | ["data", segment, ...], ... ] (absent: unkeyed),
         "u": true when a job missing the key is not subject to the throttle,
         "c": ["data", segment, ...] where a job's cost is read (absent: 1), "cd": the cost's default (absent:
@@ -15,7 +15,7 @@
   classifyInLua returns the job's buckets ({ id, name, bucket, cost } each), or nil when the job needs the
   TypeScript classifier: data that is not JSON, a key value that is not ASCII, not an integer of at most
   2^53, or an object; a cost that is missing (with no default), not a positive whole number, or above cm
-  (the worker fails such a job, src/worker/jobCost.ts, and logs why). (There it is placed as before, with the
+  (the worker fails such a job, src/queueState/jobCost.ts, and logs why). (There it is placed as before, with the
   warnings it logs.) classMember names the
   class of those buckets; it is built only when needed, as a job that goes at once needs no class name.
   Needs cjson (Redis's Lua has it).
@@ -86,7 +86,7 @@ local function keyPartSegment(part, name, data)
   return keyValueSegment(value)
 end
 
--- A job's cost in one throttle (its "c" path, as src/worker/jobCost.ts reads it), or nil when it cannot be
+-- A job's cost in one throttle (its "c" path, as src/queueState/jobCost.ts reads it), or nil when it cannot be
 -- counted: the worker's classifier then places the job, and the worker fails it.
 local function jobCost(throttle, data)
   local value = data

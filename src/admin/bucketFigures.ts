@@ -6,7 +6,7 @@ import { readInFlight } from './readInFlight';
 import { RateReading, readRate } from './rateReading';
 import { runTogether, SnapshotRead } from './snapshotRead';
 import { FigureSource } from './throttleFigures';
-import { bucketPauseInForce } from './throttlePauses';
+import { bucketPauseInForce } from '../queueState/throttlePauses';
 
 /** One bucket's figures, read at one moment (per node). */
 export interface BucketFigures {

@@ -5,10 +5,10 @@ import { ScriptRunner } from '../lua/scripts';
 import { LimitOverride, overridesInForce } from './limitOverrides';
 import { addQueueThrottleStats, emptyQueueThrottleTotals, queueThrottleReading, QueueThrottleTotals } from './queueThrottleStats';
 import { readCounter } from './readCounter';
-import { RECOVERY_FIELDS, RecoveryHold, recoveryHoldFrom } from './recoveryHold';
+import { RECOVERY_FIELDS, RecoveryHold, recoveryHoldFrom } from '../queueState/recoveryHold';
 import { runTogether, SnapshotRead } from './snapshotRead';
 import { BucketSummary } from './types';
-import { pausesInForce, ThrottlePause } from './throttlePauses';
+import { pausesInForce, ThrottlePause } from '../queueState/throttlePauses';
 
 /** Where a throttle's figures are read. */
 export interface FigureSource {

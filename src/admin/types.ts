@@ -1,10 +1,10 @@
 import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Missing } from '../declarations/Missing';
-import type { RecoveryHold } from './recoveryHold';
+import type { RecoveryHold } from '../queueState/recoveryHold';
 import type { Rate } from '../declarations/Rate';
 import type { RateReading } from './rateReading';
-import type { ThrottlePause } from './throttlePauses';
+import type { ThrottlePause } from '../queueState/throttlePauses';
 import type { LimitOverride } from './limitOverrides';
 import type { EffectiveRate } from './effectiveRate';
 import { HoldTimes } from './holdTimes';

@@ -1,7 +1,7 @@
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
-import { forgetRemovedJobs } from '../worker/forgetRemovedJobs';
+import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
 import { readThrottledCount } from '../worker/getThrottledCount';
 
 /**

@@ -1,8 +1,8 @@
 /**
- * A held job's class, as src/worker/jobClassifier.ts names it and lua/includes/schedulerKeys.lua parseClass
+ * A held job's class, as src/queueState/jobClassifier.ts names it and lua/includes/schedulerKeys.lua parseClass
  * reads it: "<gen>/*" (no bucket) or "<gen>/<bucket id>|<bucket id>...", each bucket id "<encoded throttle>=<bucket
  * segment>" followed by "$<cost>" when the job costs other than 1 there (encoded names and segments hold no '$'); "$0"
- * for a job whose cost cannot be counted (it fails when delivered, src/worker/jobCost.ts).
+ * for a job whose cost cannot be counted (it fails when delivered, src/queueState/jobCost.ts).
  */
 export interface ClassBucket {
   /** "<encoded throttle>=<segment>": the bucket's id (waiters, wakeups), without the cost. */

@@ -5,7 +5,8 @@ import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { DeclarationRegistry } from './declarationRegistry';
 import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
-import { effectiveThrottle, entriesDeclaring, entriesOfQueue, QueueConfig, queueConfigFrom, RegistryEntry } from './queueConfig';
+import { effectiveThrottle, entriesDeclaring, entriesOfQueue, QueueConfig, queueConfigFrom } from '../queueState/queueConfig';
+import type { RegistryEntry } from '../queueState/registryEntry';
 
 /** What a worker's declaration lifecycle needs of its gate. */
 export interface LifecycleContext {

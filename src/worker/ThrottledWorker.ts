@@ -12,7 +12,7 @@ import { LuaScript } from '../lua/scripts';
 import { BullmqAdapter } from '../bullmq/BullmqAdapter';
 import { selectAdapter } from '../bullmq/selectAdapter';
 import { quietAfterClose } from '../bullmq/quietAfterClose';
-import { AttributesFunction } from './jobClassifier';
+import { AttributesFunction } from '../queueState/jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';

@@ -1,7 +1,7 @@
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
-import { forgetRemovedJobs } from './forgetRemovedJobs';
+import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
 
 /**
  * The queue-like things getThrottledCount accepts: a bullmq Queue (or Worker) has all of these, its Redis

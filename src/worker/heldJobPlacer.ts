@@ -4,8 +4,8 @@ import { runClassifyJobs } from '../lua/calls/classifyJobs';
 import { IntakeRecord, runIntakeJobs } from '../lua/calls/intakeJobs';
 import { runReclaimStaleJobs } from '../lua/calls/reclaimStaleJobs';
 import { RedisClient } from '../redis/connection';
-import { JobClassifier, Placement } from './jobClassifier';
-import { QueueConfig } from './queueConfig';
+import { JobClassifier, Placement } from '../queueState/jobClassifier';
+import { QueueConfig } from '../queueState/queueConfig';
 
 /** How many jobs one intake takes for classification, and how long their lease lasts. */
 const INTAKE_BATCH = 200;

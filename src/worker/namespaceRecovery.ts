@@ -7,7 +7,7 @@ import { declarationData } from './declarationRegistry';
 import { DeliveryMemory, declaredLongest } from './deliveryMemory';
 import { DeliveryReporter } from './deliveryReporter';
 import { NamespaceIdentity } from './namespaceIdentity';
-import { RegistryEntry } from './queueConfig';
+import type { RegistryEntry } from '../queueState/registryEntry';
 
 /** What a heartbeat gives the worker's recovery: where the namespace is, and what the worker is now. */
 export interface RecoveryBeat {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { readPauses, ThrottlePause } from '../admin/throttlePauses';
+import { readPauses, ThrottlePause } from '../queueState/throttlePauses';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';

@@ -7,8 +7,8 @@ import { ScriptRunner } from '../lua/scripts';
 import { RedisClient } from '../redis/connection';
 import type { Delivery } from '../delivery/Delivery';
 import { DispatchDelay } from './dispatchDelay';
-import { JobClassifier } from './jobClassifier';
-import { QueueConfig } from './queueConfig';
+import { JobClassifier } from '../queueState/jobClassifier';
+import { QueueConfig } from '../queueState/queueConfig';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 
 /** What ProcessedJobs needs of its ThrottleGate; the getters answer what the gate holds at the time of the call. */

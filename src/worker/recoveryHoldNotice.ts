@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { readRecoveryHold } from '../admin/recoveryHold';
+import { readRecoveryHold } from '../queueState/recoveryHold';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { RedisClient } from '../redis/connection';

@@ -5,7 +5,7 @@ import { isClusterClient, mastersOf } from '../../src/redis/clusterNodes';
 import { forgetEvictionWarnings, warnIfEvicting } from '../../src/redis/evictionPolicyWarning';
 import { deleteKeysUnder, keysUnder } from '../../src/redis/keysUnder';
 import { redisTimeMs } from '../../src/redis/redisClock';
-import { PlainWorkerDetector } from '../../src/worker/plainWorkerDetector';
+import { PlainWorkerDetector } from '../../src/queueState/plainWorkerDetector';
 import { capturingLogger, waitFor } from '../support/bullmq';
 import { parseInfo } from '../support/redisAdmin';
 import { useRedisCluster } from '../support/clusterSuite';

@@ -8,9 +8,9 @@ import { mergeDeclarations } from '../../src/declarations/mergeDeclarations';
 import { Missing } from '../../src/declarations/Missing';
 import { Throttle } from '../../src/declarations/Throttle';
 import { bundleLua } from '../../src/lua/luaBundler';
-import { JobClassifier } from '../../src/worker/jobClassifier';
-import { luaClassSpec } from '../../src/worker/luaClassSpec';
-import { configGeneration, QueueConfig } from '../../src/worker/queueConfig';
+import { JobClassifier } from '../../src/queueState/jobClassifier';
+import { luaClassSpec } from '../../src/queueState/luaClassSpec';
+import { configGeneration, QueueConfig } from '../../src/queueState/queueConfig';
 import { newRedis } from '../support/redis';
 
 const lua = bundleLua(join(__dirname, '..', 'lua', 'classifyJob.lua'));

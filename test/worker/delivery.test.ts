@@ -5,7 +5,7 @@ import { ScriptRunner } from '../../src/lua/scripts';
 import { runPublishLimits } from '../../src/lua/calls/publishLimits';
 import { PublishQueueConfigReply, runPublishQueueConfig } from '../../src/lua/calls/publishQueueConfig';
 import { declarationData } from '../../src/worker/declarationRegistry';
-import { queueConfigFrom } from '../../src/worker/queueConfig';
+import { queueConfigFrom } from '../../src/queueState/queueConfig';
 import { newRedis, storedTokens } from '../support/redis';
 import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
 

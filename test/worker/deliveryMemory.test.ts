@@ -1,6 +1,6 @@
 import { Missing } from '../../src/declarations/Missing';
 import { DeliveryMemory } from '../../src/worker/deliveryMemory';
-import { RegistryEntry } from '../../src/worker/queueConfig';
+import type { RegistryEntry } from '../../src/queueState/registryEntry';
 
 // What a worker remembers of its deliveries for a workers' gather (src/worker/deliveryMemory.ts): plain
 // bookkeeping on this process's clock, fed by delivery tickets; the gather itself runs against Redis in

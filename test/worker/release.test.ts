@@ -7,7 +7,7 @@ import { crash } from '../support/crashWorker';
 import { ThrottleKeys } from '../../src/keys/ThrottleKeys';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { runIntakeJobs } from '../../src/lua/calls/intakeJobs';
-import { releaseHeldBatch } from '../../src/worker/heldJobRelease';
+import { releaseHeldBatch } from '../../src/queueState/heldJobRelease';
 import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { keysUnder, newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';

@@ -4,7 +4,7 @@ import type { KeyValue } from '../../declarations/Key';
 import { encodeSegment } from '../../keys/keyEncoding';
 import { ThrottleKeys } from '../../keys/ThrottleKeys';
 import type { RedisClient } from '../../redis/connection';
-import { effectiveThrottle, entriesDeclaring } from '../../worker/queueConfig';
+import { effectiveThrottle, entriesDeclaring } from '../../queueState/queueConfig';
 import type { WireBucketJobs } from '../wire';
 
 /** Classes read per queue: jobs of one bucket usually fall in one class per queue, or a few. */

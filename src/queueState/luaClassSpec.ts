@@ -2,7 +2,7 @@ import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { Missing } from '../declarations/Missing';
 import { costCapacity } from '../declarations/Cost';
 import { encodeSegment } from '../keys/keyEncoding';
-import type { RegistryEntry } from './queueConfig';
+import type { RegistryEntry } from './registryEntry';
 
 /**
  * A path segment that a JavaScript property lookup answers as a Lua table lookup does: not an array
@@ -41,7 +41,7 @@ export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntri
   })));
 }
 
-/** Where the script reads a job's cost, its default and its bound (as src/worker/jobCost.ts does). */
+/** Where the script reads a job's cost, its default and its bound (as src/queueState/jobCost.ts does). */
 function costSpecOf(throttle: EffectiveThrottle): { c?: string[]; cd?: number; cm?: number } {
   const cost = throttle.costSpec;
   if (!cost || cost.source.kind !== 'data') return {};

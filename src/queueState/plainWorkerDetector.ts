@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { mastersOf } from '../redis/clusterNodes';
 import { RedisClient } from '../redis/connection';
-import { RegistryEntry } from './queueConfig';
+import type { RegistryEntry } from './registryEntry';
 
 /**
  * Notices plain bullmq Workers consuming a throttled queue, which bypass its throttles: every bullmq
