@@ -1,5 +1,5 @@
 --[[
-  A job put back held because its processor would have started too late (src/worker/startDeadlines.ts): its
+  A job put back held because its processor would have started too late (src/worker/lateStarts/startDeadlines.ts): its
   delivery stops counting in the queue's statistics of each throttle it was noted in (includes/
   throttleStatsNotes: the total and the slot of :recent it went into), so that it counts once when it is
   delivered again, and the classes waiting on its buckets look again now (the job, back in wait, is delivered

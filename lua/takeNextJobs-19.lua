@@ -73,7 +73,7 @@
     With leaseMs > 0, one more element: { ticket_1, ..., ticket_n }, what job_i was counted in, per bucket
     "<bucket id>$<cost>@<window ms>,..." joined by '|' ('' for none), after "<H ms>#" when a rate's lease H
     shortens the job's deadline, for a job that does not start in time to give back (lua/returnTokens-n.lua,
-    src/worker/startDeadlines.ts).
+    src/worker/lateStarts/startDeadlines.ts).
 ]]
 local rcall = redis.call
 

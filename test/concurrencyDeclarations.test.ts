@@ -3,7 +3,7 @@ import { mergeDeclarations } from '../src/declarations/mergeDeclarations';
 import { InvalidThrottleError } from '../src/errors/InvalidThrottleError';
 import { effectiveThrottle } from '../src/queueState/queueConfig';
 import type { RegistryEntry } from '../src/queueState/registryEntry';
-import { declarationData } from '../src/worker/declarationRegistry';
+import { declarationData } from '../src/worker/declarations/declarationRegistry';
 import { Grantor, InvalidGrantError } from '../src';
 import { newRedis, uniquePrefix } from './support/redis';
 

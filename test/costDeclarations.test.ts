@@ -5,7 +5,7 @@ import { InvalidThrottleError } from '../src/errors/InvalidThrottleError';
 import { ThrottleConflictError } from '../src/errors/ThrottleConflictError';
 import { configGeneration, effectiveThrottle } from '../src/queueState/queueConfig';
 import type { RegistryEntry } from '../src/queueState/registryEntry';
-import { declarationData } from '../src/worker/declarationRegistry';
+import { declarationData } from '../src/worker/declarations/declarationRegistry';
 import { jobCost } from '../src/queueState/jobCost';
 
 describe('cost(source, { default })', () => {

@@ -51,7 +51,7 @@ end
 local inFlightJobs = {}
 
 -- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
--- that a job whose processor would start too late can give it back (src/worker/startDeadlines.ts): per bucket
+-- that a job whose processor would start too late can give it back (src/worker/lateStarts/startDeadlines.ts): per bucket
 -- "<bucket id>$<cost>@<window ms>,...", joined by '|', every bucket the job was noted in (lua/lateStartPutBack-n
 -- takes the notes back), the windows empty where none counted it; '' when no window and no rate with a lease
 -- counted the job (it has no deadline). A rate granted with lease H (its rh, includes/rateCounter) keeps its

@@ -125,7 +125,7 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
       beginRecoveryHold(throttlePrefix, nowMs, 'window', hmax)
       rcall('HSET', recordKey, 'gathering', '')
     elseif exact then
-      -- Every exact worker remembers what it delivered (src/worker/deliveryMemory.ts): the live ones tell
+      -- Every exact worker remembers what it delivered (src/worker/recovery/deliveryMemory.ts): the live ones tell
       -- (lua/reportDeliveries-1.lua), and only the throttles of those that never do hold for their longest
       -- window (includes/recoveryHold's workers' gather).
       beginRecoveryHold(throttlePrefix, nowMs, 'gather', hmax)

@@ -217,7 +217,7 @@ local function roomReturnsAtUs(pool, cost)
 end
 
 -- What each job delivered this run spent, so that a job whose processor would start after its tokens expire can
--- be put back (src/worker/startDeadlines.ts): "<expiry us>!" (the earliest expiry of the tokens it spent: every
+-- be put back (src/worker/lateStarts/startDeadlines.ts): "<expiry us>!" (the earliest expiry of the tokens it spent: every
 -- grant counted them against W + h up to then), then per bucket "<bucket id>$<cost>@^<grant>#<units>,..." joined
 -- by '|' (the buckets whose statistics noted it, which lua/lateStartPutBack-n takes back, and the grants its
 -- tokens came from, which go back to the grantor: the job never started, so they need not count); '' when it

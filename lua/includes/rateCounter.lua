@@ -8,8 +8,8 @@
 
   Invariant: in any window of length t, at most burst + n * t / per granted tokens are spent, when each is
   spent within H of its grant (H: the longest lease of a worker that declares the throttle in leased
-  delivery, or the start deadline an exact worker keeps on the rate, published with the limits as rh: src/
-  worker/queueConfig.ts; 0 when every queue delivers exactly without one, spending as it grants).
+  delivery, or the start deadline an exact worker keeps on the rate, published with the limits as rh:
+  src/queueState/queueConfig.ts; 0 when every queue delivers exactly without one, spending as it grants).
   Why it holds: take the M tokens granted from the first (j) to the last (i) of those spent in [a, a + t).
   Each grant adds T to TAT, and TAT before j is at least g_j, so after i it is at least g_j + M * T; i was
   allowed, so that is at most g_i + tau + T. Since g_i <= s_i < a + t and g_j >= s_j - H >= a - H,

@@ -1,6 +1,6 @@
 import { RedisClient } from '../redis/connection';
 
-/** The dispatch delay of a throttle's live workers: processor start minus processedOn (src/worker/dispatchDelay.ts). */
+/** The dispatch delay of a throttle's live workers: processor start minus processedOn (src/worker/completion/dispatchDelay.ts). */
 export interface DispatchDelayStats {
   /** The worst worker's p50 and p99 (ms). */
   p50Ms: number;

@@ -23,7 +23,7 @@ export interface Delivery {
   take(call: DeliveryCall): Promise<TakeReply>;
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string): Promise<void>;
-  /** A job delivered here did not start in time (src/worker/startDeadlines.ts): what it was counted in stops counting. */
+  /** A job delivered here did not start in time (src/worker/lateStarts/startDeadlines.ts): what it was counted in stops counting. */
   giveBackLate(late: LateDelivery): Promise<void>;
   /**
    * The namespace's node is rebuilding its counts (a gather: lua/includes/grantorRecovery.lua): tells it what

@@ -1,7 +1,7 @@
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { lateExactReturns, LateDelivery } from './lateStartTickets';
-import { InFlightRelease } from '../worker/inFlightRelease';
+import { InFlightRelease } from './inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { SentinelVouch } from '../redis/sentinelVouch';
@@ -52,7 +52,7 @@ export class ExactDelivery implements Delivery {
     await runReturnTokens(this.runner(), { keys: this.keys, grants: returns });
   }
 
-  /** Exact workers tell a workers' gather what they remember (src/worker/deliveryReporter.ts), not their queue's records. */
+  /** Exact workers tell a workers' gather what they remember (src/worker/recovery/deliveryReporter.ts), not their queue's records. */
   async tellGather(): Promise<void> {
     return undefined;
   }

@@ -2,15 +2,14 @@ import type { Logger } from 'pino';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
-import { DEFAULT_LEASE_MS } from '../options/defaults';
-import { START_DEADLINE_CEILING_MS } from '../worker/startDeadlines';
+import { DEFAULT_LEASE_MS, START_DEADLINE_CEILING_MS } from '../options/defaults';
 import { sentinelVouchOf } from '../redis/sentinelVouch';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
 import { Delivery } from './Delivery';
 import { deliveryMode } from './deliveryMode';
 import { DeliveryContext, ExactDelivery } from './ExactDelivery';
-import { InFlightRelease } from '../worker/inFlightRelease';
+import { InFlightRelease } from './inFlightRelease';
 import { LeasedDelivery } from './leased/LeasedDelivery';
 
 /** What choosing and building a worker's delivery needs. */
@@ -28,7 +27,7 @@ export interface DeliverySetup {
   /** The worker's connection and a runner on it. */
   readonly client: RedisClient;
   readonly runner: () => ScriptRunner;
-  /** Exact delivery's h with leaseMs 'auto', as the worker chooses it at each call (src/worker/startDeadlines.ts). */
+  /** Exact delivery's h with leaseMs 'auto', as the worker chooses it at each call (src/worker/lateStarts/startDeadlines.ts). */
   readonly startDeadlineMs: () => number;
   /** The rest of each delivery call (bullmq's keys, lock duration, limiter), given the lease chosen here. */
   readonly call: (leaseMs: number) => ReturnType<DeliveryContext>;
@@ -41,7 +40,7 @@ export interface DeliverySetup {
   readonly concurrency: () => number;
   readonly onTokens: () => void;
   readonly report: (what: string, error: unknown) => void;
-  /** The namespace's node identity the worker saw recorded ('' for none: src/worker/namespaceIdentity.ts). */
+  /** The namespace's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
   readonly knownNodeId: () => string;
   /** Leased queues the worker saw alive lately, with their declarations' longest windows (DeliveryMemory.queuesSeen). */
   readonly queuesSeen: () => readonly (readonly [string, string])[];

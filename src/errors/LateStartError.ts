@@ -1,6 +1,6 @@
 /**
  * Internal: a job's processor would have started more than h after the call that delivered it
- * (src/worker/startDeadlines.ts). It does not start: ThrottledWorker puts the job back held, as bullmq does a
+ * (src/worker/lateStarts/startDeadlines.ts). It does not start: ThrottledWorker puts the job back held, as bullmq does a
  * job its processor rate-limited (no attempt made), gives back what it was counted in, and it is delivered again
  * when its buckets have room.
  */

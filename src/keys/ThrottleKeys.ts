@@ -258,7 +258,7 @@ export interface QueueThrottleKeys {
    * namespace's slot). `bucketId` is "<encoded throttle name>=<bucket segment>".
    */
   leasedPause(bucketId: string): string;
-  /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/dispatchDelay.ts). */
+  /** HASH worker id -> "p50 p99 samples at": each live worker's dispatch delay (src/worker/completion/dispatchDelay.ts). */
   readonly dispatchDelays: string;
   /**
    * HASH describing the node that holds the queue: id, since (leased delivery: lua/takeLeasedJobs-19.lua);

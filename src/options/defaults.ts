@@ -8,3 +8,7 @@ export const DEFAULT_PREFIX = 'bull';
  * machine whose event loop stalls for tens of ms; shorter where that is known not to happen.
  */
 export const DEFAULT_LEASE_MS = 100;
+
+/** h, when an exact worker chooses it (leaseMs left out): never shorter, never longer (src/worker/lateStarts/startDeadlines.ts). */
+export const START_DEADLINE_FLOOR_MS = 10;
+export const START_DEADLINE_CEILING_MS = 100;

@@ -5,7 +5,7 @@ import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { LuaScript, ScriptRunner } from '../lua/scripts';
 import { closeClient, ConnectionInput, OwnedClient, RedisClient } from '../redis/connection';
-import { declarationData } from './declarationRegistry';
+import { declarationData } from './declarations/declarationRegistry';
 import { AttributesFunction, JobClassifier } from '../queueState/jobClassifier';
 import { QueueConfig } from '../queueState/queueConfig';
 import { PlainWorkerDetector } from '../queueState/plainWorkerDetector';
@@ -13,10 +13,10 @@ import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
 import { TakeReply } from '../delivery/takeNextJobs';
 import { Delivery } from '../delivery/Delivery';
 import { createDelivery } from '../delivery/createDelivery';
-import { JobCompleter } from './jobCompleter';
-import { HeldJobPlacer } from './heldJobPlacer';
-import { DeclarationLifecycle } from './DeclarationLifecycle';
-import { DeliveryRequest } from './deliveryTuning';
+import { JobCompleter } from './completion/jobCompleter';
+import { HeldJobPlacer } from './intake/heldJobPlacer';
+import { DeclarationLifecycle } from './declarations/DeclarationLifecycle';
+import { DeliveryRequest } from './slots/deliveryTuning';
 import { HeldJobRelease } from '../queueState/heldJobRelease';
 import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter';
 import { GateFailures } from './gateFailures';
@@ -25,19 +25,19 @@ import { clientOrRefusal } from './clientOrRefusal';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 import { assertWaitAllowed } from '../redis/ReplicaConfirmation';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { NamespaceCheck } from './namespaceCheck';
+import { NamespaceCheck } from './declarations/namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
-import { RecoveryHoldNotice } from './recoveryHoldNotice';
+import { RecoveryHoldNotice } from './notices/recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
-import { NamespaceRecovery } from './namespaceRecovery';
-import { startDeadlineCeilingMs, StartDeadlines } from './startDeadlines';
-import { LatePutBacks } from './latePutBacks';
-import { PauseNotice } from './pauseNotice';
-import { HeldNotice } from './heldNotice';
-import { EmitThrottleEvent } from './throttleEvents';
-import { SlotRequests } from './slotRequests';
-import { ProcessedJobs } from './processedJobs';
+import { NamespaceRecovery } from './recovery/namespaceRecovery';
+import { startDeadlineCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
+import { LatePutBacks } from './lateStarts/latePutBacks';
+import { PauseNotice } from './notices/pauseNotice';
+import { HeldNotice } from './notices/heldNotice';
+import { EmitThrottleEvent } from './notices/throttleEvents';
+import { SlotRequests } from './slots/slotRequests';
+import { ProcessedJobs } from './completion/processedJobs';
 
 export interface GateOptions {
   queue: string;
@@ -62,7 +62,7 @@ export interface GateOptions {
   scripts?: Map<string, LuaScript>;
   /** Emits `error` on the worker (GateFailures decides when). */
   onError?: (error: Error) => void;
-  /** Emits the throttle events on the worker (src/worker/throttleEvents.ts). */
+  /** Emits the throttle events on the worker (src/worker/notices/throttleEvents.ts). */
   emit?: EmitThrottleEvent;
 }
 
@@ -74,7 +74,7 @@ export interface GateOptions {
  */
 export class ThrottleGate implements Gate {
   readonly workerId = randomUUID();
-  /** What this worker remembers for when the namespace's node loses its counts (src/worker/namespaceRecovery.ts). */
+  /** What this worker remembers for when the namespace's node loses its counts (src/worker/recovery/namespaceRecovery.ts). */
   private readonly recovery: NamespaceRecovery;
   readonly keys: ThrottleKeys;
   readonly queueKeys: QueueThrottleKeys;

@@ -5,7 +5,7 @@ import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
-import { StartDeadlineStats } from './startDeadlines';
+import { StartDeadlineStats } from './lateStarts/startDeadlines';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
@@ -15,7 +15,7 @@ import { quietAfterClose } from '../bullmq/quietAfterClose';
 import { AttributesFunction } from '../queueState/jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
-import { ThrottleEventListeners, ThrottleEventName } from './throttleEvents';
+import { ThrottleEventListeners, ThrottleEventName } from './notices/throttleEvents';
 import type { ConnectionInput } from '../redis/connection';
 
 /**
@@ -373,7 +373,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   }
 }
 
-/** The throttle events (src/worker/throttleEvents.ts), beside bullmq's: `worker.on('throttle:held', (e) => ...)`. */
+/** The throttle events (src/worker/notices/throttleEvents.ts), beside bullmq's: `worker.on('throttle:held', (e) => ...)`. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface ThrottledWorker<DataType = any, ResultType = any, NameType extends string = string> {
   // bullmq's own overloads, and these: an intersection of call signatures is an overload set.

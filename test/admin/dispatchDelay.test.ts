@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { Throttle, ThrottleAdmin } from '../../src';
-import { DispatchDelay } from '../../src/worker/dispatchDelay';
+import { DispatchDelay } from '../../src/worker/completion/dispatchDelay';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';

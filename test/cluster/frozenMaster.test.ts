@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import { DeliveryVoidedError, Throttle, ThrottledWorker, ThrottleKeys } from '../../src';
 import pino from 'pino';
 import { ExactDelivery } from '../../src/delivery/ExactDelivery';
-import { InFlightRelease } from '../../src/worker/inFlightRelease';
+import { InFlightRelease } from '../../src/delivery/inFlightRelease';
 import { takeNextJobs, TakeReply } from '../../src/delivery/takeNextJobs';
 import { nodeReplicasCall } from '../../src/lua/calls/nodeReplicas';
 import { sendCall } from '../../src/lua/calls/scriptCall';

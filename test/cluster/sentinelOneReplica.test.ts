@@ -8,7 +8,7 @@ import { nodeReplicasCall } from '../../src/lua/calls/nodeReplicas';
 import { sendCall } from '../../src/lua/calls/scriptCall';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { SentinelVouch } from '../../src/redis/sentinelVouch';
-import { InFlightRelease } from '../../src/worker/inFlightRelease';
+import { InFlightRelease } from '../../src/delivery/inFlightRelease';
 import { describeVerdict, FailoverLoad, verdict } from '../support/failoverLoad';
 import { uniquePrefix } from '../support/redis';
 import { RedisSentinel, startRedisSentinel } from '../support/redisSentinel';

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { Writable } from 'node:stream';
 import { ThrottleAdmin, ThrottledWorker, ThrottledWorkerOptions } from '../../src';
 import { DEFAULT_LEASE_MS } from '../../src/options/defaults';
-import { START_DEADLINE_CEILING_MS } from '../../src/worker/startDeadlines';
+import { START_DEADLINE_CEILING_MS } from '../../src/options/defaults';
 import { WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';

@@ -1,4 +1,4 @@
-import { BatchLimit } from '../../src/worker/batchLimit';
+import { BatchLimit } from '../../src/worker/lateStarts/batchLimit';
 
 describe('BatchLimit: fewer jobs per delivery call while starts come late', () => {
   it('halves once per call on a late start, and grows back one per batch of starts in time, to no limit', () => {

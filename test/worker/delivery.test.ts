@@ -4,7 +4,7 @@ import { getThrottledCount, Key, Missing, mostInAnyWindow, Throttle, ThrottleAdm
 import { ScriptRunner } from '../../src/lua/scripts';
 import { runPublishLimits } from '../../src/lua/calls/publishLimits';
 import { PublishQueueConfigReply, runPublishQueueConfig } from '../../src/lua/calls/publishQueueConfig';
-import { declarationData } from '../../src/worker/declarationRegistry';
+import { declarationData } from '../../src/worker/declarations/declarationRegistry';
 import { queueConfigFrom } from '../../src/queueState/queueConfig';
 import { newRedis, storedTokens } from '../support/redis';
 import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';

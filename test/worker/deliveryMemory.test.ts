@@ -1,8 +1,8 @@
 import { Missing } from '../../src/declarations/Missing';
-import { DeliveryMemory } from '../../src/worker/deliveryMemory';
+import { DeliveryMemory } from '../../src/worker/recovery/deliveryMemory';
 import type { RegistryEntry } from '../../src/queueState/registryEntry';
 
-// What a worker remembers of its deliveries for a workers' gather (src/worker/deliveryMemory.ts): plain
+// What a worker remembers of its deliveries for a workers' gather (src/worker/recovery/deliveryMemory.ts): plain
 // bookkeeping on this process's clock, fed by delivery tickets; the gather itself runs against Redis in
 // test/faults/recoveryFromWorkers.test.ts.
 describe('DeliveryMemory', () => {

@@ -1,5 +1,5 @@
-import { ParkedRequests } from '../../src/worker/parkedRequests';
-import { PendingRequest } from '../../src/worker/requestBatcher';
+import { ParkedRequests } from '../../src/worker/slots/parkedRequests';
+import { PendingRequest } from '../../src/redis/requestBatcher';
 
 function pending(request: number, answers: Map<number, string>): PendingRequest<number, string> {
   return { request, resolve: (reply) => answers.set(request, reply), reject: (error) => answers.set(request, error.message) };

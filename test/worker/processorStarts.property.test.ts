@@ -3,7 +3,7 @@ import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Key, Missing, mostInAnyWindow, Throttle } from '../../src';
 import { rateStartDeadlineMs } from '../../src/declarations/validateLimits';
-import { START_DEADLINE_CEILING_MS } from '../../src/worker/startDeadlines';
+import { START_DEADLINE_CEILING_MS } from '../../src/options/defaults';
 import { worstRateExcess } from '../model/rateModel';
 import { newRedis } from '../support/redis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Rate } from '../../src/declarations/Rate';
 import { rateStartDeadlineMs } from '../../src/declarations/validateLimits';
-import { START_DEADLINE_CEILING_MS } from '../../src/worker/startDeadlines';
+import { START_DEADLINE_CEILING_MS } from '../../src/options/defaults';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { WorkerTestBed } from '../support/bullmq';

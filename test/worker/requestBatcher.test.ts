@@ -1,4 +1,4 @@
-import { PendingRequest, RequestBatcher } from '../../src/worker/requestBatcher';
+import { PendingRequest, RequestBatcher } from '../../src/redis/requestBatcher';
 
 describe('RequestBatcher', () => {
   it('serves what arrives during a call as the next batch, and overlaps a second call only for a big enough batch', async () => {

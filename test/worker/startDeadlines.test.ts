@@ -1,4 +1,4 @@
-import { latestStartMs, StartDeadlines } from '../../src/worker/startDeadlines';
+import { latestStartMs, StartDeadlines } from '../../src/worker/lateStarts/startDeadlines';
 
 /**
  * The margin a start keeps before its deadline (issue 26): a pause between the check and the processor's first line

@@ -45,7 +45,7 @@ export interface TakeReply {
   /** Delivered jobs, in the order of the tokens not refused. */
   jobs: { id: string; fields: string[] }[];
   /**
-   * What each job was counted in, in the order of `jobs` (src/worker/startDeadlines.ts reads them). Exact
+   * What each job was counted in, in the order of `jobs` (src/worker/lateStarts/startDeadlines.ts reads them). Exact
    * delivery with a start deadline (leaseMs > 0): per bucket "<bucket id>$<cost>@<window ms>,..." joined by '|'.
    * Leased delivery: "<expiry us>!" (the earliest expiry of the tokens the job spent), then per bucket
    * "<bucket id>$<cost>@" joined by '|'. '' for a job no window (exact) or leased token (leased) counted.
@@ -69,7 +69,7 @@ export interface TakeCall {
   durableRedis: boolean;
   /** When the call is too late to count a delivery (us, the node's clock; 0 or absent: no limit). */
   lateAfterUs?: number;
-  /** The namespace's node identity this worker saw recorded (src/worker/namespaceIdentity.ts; '' for none). */
+  /** The namespace's node identity this worker saw recorded (src/worker/recovery/namespaceIdentity.ts; '' for none). */
   knownNodeId?: string;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import { readRecoveryHold } from '../queueState/recoveryHold';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { RedisClient } from '../redis/connection';
+import { readRecoveryHold } from '../../queueState/recoveryHold';
+import { EffectiveThrottle } from '../../declarations/mergeDeclarations';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { RedisClient } from '../../redis/connection';
 import { EmitThrottleEvent } from './throttleEvents';
 
 /**

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import { ThrottleSpec } from '../declarations/ThrottleSpec';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { RedisClient } from '../redis/connection';
-import { declarationData } from './declarationRegistry';
+import { ThrottleSpec } from '../../declarations/ThrottleSpec';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { RedisClient } from '../../redis/connection';
+import { declarationData } from '../declarations/declarationRegistry';
 import { DeliveryMemory, declaredLongest } from './deliveryMemory';
 import { DeliveryReporter } from './deliveryReporter';
 import { NamespaceIdentity } from './namespaceIdentity';
-import type { RegistryEntry } from '../queueState/registryEntry';
+import type { RegistryEntry } from '../../queueState/registryEntry';
 
 /** What a heartbeat gives the worker's recovery: where the namespace is, and what the worker is now. */
 export interface RecoveryBeat {

@@ -1,10 +1,10 @@
 import { raw2NextJobData } from 'bullmq';
-import { nextLookLocalMs, TakeReply } from '../delivery/takeNextJobs';
+import { nextLookLocalMs, TakeReply } from '../../delivery/takeNextJobs';
 import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
-import { GateFailures } from './gateFailures';
+import { GateFailures } from '../gateFailures';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { ParkedRequests } from './parkedRequests';
-import { PendingRequest, RequestBatcher } from './requestBatcher';
+import { PendingRequest, RequestBatcher } from '../../redis/requestBatcher';
 
 /** What serving slot requests needs of the gate. */
 export interface SlotRequestsContext {

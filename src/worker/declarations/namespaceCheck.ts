@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { runNoteNamespace } from '../lua/calls/noteNamespace';
-import { redisErrorCode } from '../redis/redisErrorKind';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { runNoteNamespace } from '../../lua/calls/noteNamespace';
+import { redisErrorCode } from '../../redis/redisErrorKind';
 
 /**
  * Warns when a throttle this worker declares is declared under another namespace of the same Redis

@@ -1,11 +1,11 @@
-import { QueueThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { runClassifyJobs } from '../lua/calls/classifyJobs';
-import { IntakeRecord, runIntakeJobs } from '../lua/calls/intakeJobs';
-import { runReclaimStaleJobs } from '../lua/calls/reclaimStaleJobs';
-import { RedisClient } from '../redis/connection';
-import { JobClassifier, Placement } from '../queueState/jobClassifier';
-import { QueueConfig } from '../queueState/queueConfig';
+import { QueueThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { runClassifyJobs } from '../../lua/calls/classifyJobs';
+import { IntakeRecord, runIntakeJobs } from '../../lua/calls/intakeJobs';
+import { runReclaimStaleJobs } from '../../lua/calls/reclaimStaleJobs';
+import { RedisClient } from '../../redis/connection';
+import { JobClassifier, Placement } from '../../queueState/jobClassifier';
+import { QueueConfig } from '../../queueState/queueConfig';
 
 /** How many jobs one intake takes for classification, and how long their lease lasts. */
 const INTAKE_BATCH = 200;

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { ThrottleSpec } from '../declarations/ThrottleSpec';
-import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
+import { EffectiveThrottle } from '../../declarations/mergeDeclarations';
+import { ThrottleSpec } from '../../declarations/ThrottleSpec';
+import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
 import { DeclarationRegistry } from './declarationRegistry';
 import { publishQueueConfig, PublishOutcome } from './publishQueueConfig';
-import { effectiveThrottle, entriesDeclaring, entriesOfQueue, QueueConfig, queueConfigFrom } from '../queueState/queueConfig';
-import type { RegistryEntry } from '../queueState/registryEntry';
+import { effectiveThrottle, entriesDeclaring, entriesOfQueue, QueueConfig, queueConfigFrom } from '../../queueState/queueConfig';
+import type { RegistryEntry } from '../../queueState/registryEntry';
 
 /** What a worker's declaration lifecycle needs of its gate. */
 export interface LifecycleContext {

@@ -1,13 +1,13 @@
 import { raw2NextJobData } from 'bullmq';
-import { ScriptRunner } from '../lua/scripts';
+import { ScriptRunner } from '../../lua/scripts';
 import {
   completionsShareKeys, FINISH_COMPLETED_KEY, FINISH_KEY_COUNT, FinishCode, isFinishError, runCompleteJobs,
-} from '../lua/calls/completeJobs';
-import { FinishArgs, GatedQueue } from '../bullmq/BullmqAdapter';
-import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
-import { RedisClient } from '../redis/connection';
-import { failedInTransit } from '../redis/redisErrorKind';
-import { PendingRequest, RequestBatcher } from './requestBatcher';
+} from '../../lua/calls/completeJobs';
+import { FinishArgs, GatedQueue } from '../../bullmq/BullmqAdapter';
+import { CompletionInDoubtError } from '../../errors/CompletionInDoubtError';
+import { RedisClient } from '../../redis/connection';
+import { failedInTransit } from '../../redis/redisErrorKind';
+import { PendingRequest, RequestBatcher } from '../../redis/requestBatcher';
 
 interface Completion {
   jobId: string;

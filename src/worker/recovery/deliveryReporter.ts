@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { ReportDeliveriesState, runReportDeliveries } from '../lua/calls/reportDeliveries';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { ReportDeliveriesState, runReportDeliveries } from '../../lua/calls/reportDeliveries';
 import { DeliveryMemory } from './deliveryMemory';
 
 /** The fields of the namespace's record (`<throttlePrefix>:grantor`) a workers' gather is read from (null: absent). */
@@ -12,7 +12,7 @@ export interface GatherRecord {
 
 /**
  * Tells a workers' gather (lua/includes/recoveryHold.lua) what this worker delivered, once per gather, from its
- * memory (src/worker/deliveryMemory.ts), on the heartbeat that first sees the gather: the namespace's node came
+ * memory (src/worker/recovery/deliveryMemory.ts), on the heartbeat that first sees the gather: the namespace's node came
  * back without what it counted, and its throttles go on once every worker that delivered through it has told
  * (lua/reportDeliveries-1.lua). A worker whose memory is not whole does not tell: the throttles it declares then
  * hold for their longest window when the gather ends.

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { Delivery } from '../delivery/Delivery';
-import { bucketsOfTicket, LateDelivery } from '../delivery/lateStartTickets';
-import { QueueThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { runLateStartPutBack } from '../lua/calls/lateStartPutBack';
-import { PutBackStart, runMarkPutBack } from '../lua/calls/markPutBack';
+import type { Delivery } from '../../delivery/Delivery';
+import { bucketsOfTicket, LateDelivery } from '../../delivery/lateStartTickets';
+import { QueueThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { runLateStartPutBack } from '../../lua/calls/lateStartPutBack';
+import { PutBackStart, runMarkPutBack } from '../../lua/calls/markPutBack';
 
 /** The queue of the job put back: its classes' wakeups and bullmq's marker. */
 export interface LateStartQueue {

@@ -1,7 +1,7 @@
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { QueueThrottleKeys } from '../keys/ThrottleKeys';
-import { RedisClient } from '../redis/connection';
-import { redisTimeMs } from '../redis/redisClock';
+import { EffectiveThrottle } from '../../declarations/mergeDeclarations';
+import { QueueThrottleKeys } from '../../keys/ThrottleKeys';
+import { RedisClient } from '../../redis/connection';
+import { redisTimeMs } from '../../redis/redisClock';
 import { EmitThrottleEvent } from './throttleEvents';
 
 /**

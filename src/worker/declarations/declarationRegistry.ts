@@ -1,8 +1,8 @@
-import { ThrottleSpec } from '../declarations/ThrottleSpec';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { runRegisterDeclarations, WITHDRAW_ENTRY } from '../lua/calls/registerDeclarations';
-import type { RegistryEntry } from '../queueState/registryEntry';
+import { ThrottleSpec } from '../../declarations/ThrottleSpec';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { runRegisterDeclarations, WITHDRAW_ENTRY } from '../../lua/calls/registerDeclarations';
+import type { RegistryEntry } from '../../queueState/registryEntry';
 
 /**
  * One worker's entry in the registry of live declarations: refreshed well within its time to live, so a

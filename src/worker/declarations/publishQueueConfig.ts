@@ -1,9 +1,9 @@
-import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
-import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { runPublishLimits } from '../lua/calls/publishLimits';
-import { PublishQueueConfigReply, runPublishQueueConfig } from '../lua/calls/publishQueueConfig';
-import { QueueConfig } from '../queueState/queueConfig';
+import { EffectiveThrottle, longestSpanMs } from '../../declarations/mergeDeclarations';
+import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { runPublishLimits } from '../../lua/calls/publishLimits';
+import { PublishQueueConfigReply, runPublishQueueConfig } from '../../lua/calls/publishQueueConfig';
+import { QueueConfig } from '../../queueState/queueConfig';
 
 /** 'stale': the queue's config came from a newer registry version than the one given, and nothing was written. */
 export type PublishOutcome = 'changed' | 'unchanged' | 'stale';

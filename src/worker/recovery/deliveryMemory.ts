@@ -1,8 +1,8 @@
-import { longestSpanMs } from '../declarations/mergeDeclarations';
-import { bucketsOfTicket, deadlineOf } from '../delivery/lateStartTickets';
-import { ThrottleSpec } from '../declarations/ThrottleSpec';
-import { encodeSegment } from '../keys/keyEncoding';
-import type { RegistryEntry } from '../queueState/registryEntry';
+import { longestSpanMs } from '../../declarations/mergeDeclarations';
+import { bucketsOfTicket, deadlineOf } from '../../delivery/lateStartTickets';
+import { ThrottleSpec } from '../../declarations/ThrottleSpec';
+import { encodeSegment } from '../../keys/keyEncoding';
+import type { RegistryEntry } from '../../queueState/registryEntry';
 
 /** A bucket's memory is kept in this many slots of its longest window. */
 const SLOTS_PER_WINDOW = 64;

@@ -1,14 +1,14 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { RetryAfterError } from '../errors/RetryAfterError';
-import { encodeSegment } from '../keys/keyEncoding';
-import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { RedisClient } from '../redis/connection';
-import type { Delivery } from '../delivery/Delivery';
+import { RetryAfterError } from '../../errors/RetryAfterError';
+import { encodeSegment } from '../../keys/keyEncoding';
+import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { RedisClient } from '../../redis/connection';
+import type { Delivery } from '../../delivery/Delivery';
 import { DispatchDelay } from './dispatchDelay';
-import { JobClassifier } from '../queueState/jobClassifier';
-import { QueueConfig } from '../queueState/queueConfig';
+import { JobClassifier } from '../../queueState/jobClassifier';
+import { QueueConfig } from '../../queueState/queueConfig';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 
 /** What ProcessedJobs needs of its ThrottleGate; the getters answer what the gate holds at the time of the call. */

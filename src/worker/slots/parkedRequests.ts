@@ -1,4 +1,4 @@
-import { PendingRequest } from './requestBatcher';
+import { PendingRequest } from '../../redis/requestBatcher';
 
 /**
  * Slot requests waiting in this process for room to return, so that room is taken the moment it returns

@@ -1,4 +1,4 @@
-import type { ThrottlePause } from '../queueState/throttlePauses';
+import type { ThrottlePause } from '../../queueState/throttlePauses';
 
 /**
  * The payload of `'throttle:held'`. A ThrottledWorker emits it when jobs of its queue begin waiting on a full

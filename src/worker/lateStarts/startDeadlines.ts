@@ -1,10 +1,8 @@
-import { deadlineOf, LateDelivery } from '../delivery/lateStartTickets';
-import type { Limit } from '../declarations/Limit';
+import { deadlineOf, LateDelivery } from '../../delivery/lateStartTickets';
+import type { Limit } from '../../declarations/Limit';
 import { BatchLimit } from './batchLimit';
+import { START_DEADLINE_CEILING_MS, START_DEADLINE_FLOOR_MS } from '../../options/defaults';
 
-/** h, when the worker chooses it (exact delivery, leaseMs left out): never shorter, never longer. */
-export const START_DEADLINE_FLOOR_MS = 10;
-export const START_DEADLINE_CEILING_MS = 100;
 /** h is at most this share of the shortest window the worker's throttles count: it costs a sustained N / (W + h). */
 const WINDOW_SHARE = 30;
 /** ...but the ceiling is never below this: shorter, most starts on a busy machine come too late and go back. */
@@ -75,7 +73,7 @@ interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: 
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
  * with the processor as the spender: every delivery counts for W + h (the delivery call carries h as its lease),
  * and a job a window counted whose processor would start more than h after its delivery does not start
- * (ThrottledWorker puts it back held, what it was counted in given back: src/worker/lateStartReturn.ts). Then
+ * (ThrottledWorker puts it back held, what it was counted in given back: src/worker/lateStarts/lateStartReturn.ts). Then
  * the starts in any window W come from deliveries within W + h of one another, which the counters keep to N.
  *
  * A delivery's age is measured on this process's monotonic clock from the moment the call that delivered it was

@@ -1,12 +1,12 @@
 import type { Job } from 'bullmq';
-import { setPause } from '../queueState/throttlePauses';
-import { classBuckets } from '../keys/classMember';
-import { encodeSegment } from '../keys/keyEncoding';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ScriptRunner } from '../lua/scripts';
-import { RetryAfterError } from '../errors/RetryAfterError';
-import { JobClassifier } from '../queueState/jobClassifier';
-import { QueueConfig } from '../queueState/queueConfig';
+import { setPause } from '../../queueState/throttlePauses';
+import { classBuckets } from '../../keys/classMember';
+import { encodeSegment } from '../../keys/keyEncoding';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { ScriptRunner } from '../../lua/scripts';
+import { RetryAfterError } from '../../errors/RetryAfterError';
+import { JobClassifier } from '../../queueState/jobClassifier';
+import { QueueConfig } from '../../queueState/queueConfig';
 
 /**
  * The buckets a RetryAfterError pauses: every bucket the job draws from under the queue's config, or only the

@@ -1,5 +1,5 @@
-import type { LateDelivery } from '../delivery/lateStartTickets';
-import { PutBackStart } from '../lua/calls/markPutBack';
+import type { LateDelivery } from '../../delivery/lateStartTickets';
+import { PutBackStart } from '../../lua/calls/markPutBack';
 import { giveBack, markPutBack, notePutBack, PutBackContext } from './lateStartReturn';
 
 interface PuttingBack {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import { readPauses, ThrottlePause } from '../queueState/throttlePauses';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { RedisClient } from '../redis/connection';
+import { readPauses, ThrottlePause } from '../../queueState/throttlePauses';
+import { EffectiveThrottle } from '../../declarations/mergeDeclarations';
+import { ThrottleKeys } from '../../keys/ThrottleKeys';
+import { RedisClient } from '../../redis/connection';
 import { EmitThrottleEvent } from './throttleEvents';
 
 /**

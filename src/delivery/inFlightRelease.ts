@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { runReleaseInFlight } from '../lua/calls/releaseInFlight';
-import { PendingRequest, RequestBatcher } from './requestBatcher';
+import { PendingRequest, RequestBatcher } from '../redis/requestBatcher';
 
 /**
  * Tells Redis that jobs this worker ran have ended, so that the concurrency they held in their buckets
