@@ -1,3 +1,4 @@
+import { bindingLimit } from './bindingLimit';
 import { bucketMemory } from './bucketMemory';
 import { clusterThroughput } from './clusterThroughput';
 import { dashboardData } from './dashboardData';
@@ -19,6 +20,7 @@ export const benchmarks: readonly Benchmark[] = [
   grantThroughput,
   bucketMemory,
   workerThroughput,
+  bindingLimit,
   deliveryByKind,
   limiterAccuracy,
   processorStarts,

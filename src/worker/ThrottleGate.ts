@@ -31,7 +31,7 @@ import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { RecoveryHoldNotice } from './notices/recoveryHoldNotice';
 import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './recovery/namespaceRecovery';
-import { startDeadlineCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
+import { startDeadlineCeilingMs, startDeadlineLateCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
 import { LatePutBacks } from './lateStarts/latePutBacks';
 import { PauseNotice } from './notices/pauseNotice';
 import { HeldNotice } from './notices/heldNotice';
@@ -445,7 +445,7 @@ export class ThrottleGate implements Gate {
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
     // Leased delivery's deadline is each job's tokens' expiry, h after the request that leased them (fixed).
     const own = this.options.leaseMs;
-    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own, () => startDeadlineCeilingMs(this.lifecycle.config?.throttles ?? []));
+    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own, () => startDeadlineCeilingMs(this.lifecycle.config?.throttles ?? []), () => startDeadlineLateCeilingMs(this.lifecycle.config?.throttles ?? []));
     this.namespaceRunner = chosen.namespaceRunner;
     this.grantorConnection = chosen.grantorConnection;
   }

@@ -227,7 +227,7 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
-  it('leaseMs auto with a 100 ms window: h stays within a fifth of it, and starts within the limit', async () => {
+  it('leaseMs auto with a 100 ms window: h stays within a quarter of it, and starts within the limit', async () => {
     const queue = bed.queue('short');
     await queue.addBulk(Array.from({ length: 300 }, (_, i) => ({ name: 'call', data: { i } })));
     const starts: Start[] = [];
@@ -235,7 +235,8 @@ describe('processor starts, with a start deadline', () => {
     await waitFor(async () => (await queue.getCompletedCount()) === 300, 60_000, 'every job completed');
     expect(worker.startDeadline.adaptive).toBe(true);
     expect(worker.startDeadline.hMs).toBeGreaterThanOrEqual(10);
-    expect(worker.startDeadline.hMs).toBeLessThanOrEqual(20);
+    // A fifth (20 ms) as a rule; a quarter while most starts come late (startDeadlineLateCeilingMs).
+    expect(worker.startDeadline.hMs).toBeLessThanOrEqual(25);
     expect(starts).toHaveLength(300);
     expect(mostInAnyWindow(starts.map((s) => s.at), 100)).toBeLessThanOrEqual(30);
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 100)).toBeLessThanOrEqual(30);

@@ -37,4 +37,24 @@ describe('start deadlines', () => {
     startAll(100);
     expect(deadlines.stats().putBack).toBe(before);
   });
+
+  it('rises past its usual ceiling while most starts come late even so, and comes back once they fit it', () => {
+    const deadlines = new StartDeadlines(undefined, () => 33, () => 250);
+    let at = 0;
+    const startAll = (ageMs: number, count: number) => {
+      for (let i = 0; i < count; i++, at += 1_000) {
+        deadlines.delivered([`j${at}`], at, deadlines.currentMs(), 0, ['x=y$1@1000'], at);
+        deadlines.lateStart(`j${at}`, at + ageMs);
+      }
+    };
+    // Every start 60 ms after its delivery: a usual ceiling of 33 ms would put back every one, for ever.
+    startAll(60, 300);
+    expect(deadlines.currentMs()).toBeGreaterThan(60);
+    const putBack = deadlines.stats().putBack;
+    startAll(60, 100);
+    expect(deadlines.stats().putBack).toBe(putBack);
+    // Starts quick again: back under the usual ceiling.
+    startAll(5, 1_000);
+    expect(deadlines.currentMs()).toBeLessThanOrEqual(33);
+  });
 });

@@ -51,6 +51,34 @@ export function startDeadlineCeilingMs(throttles: readonly { readonly limits: re
 }
 const ceilings = new WeakMap<object, number>();
 
+/**
+ * The longest h a worker chooses while most of its starts come too late even so: a quarter of the shortest window,
+ * at most LATE_CEILING_MS (never below the usual ceiling). Putting jobs back helps only when smaller batches can
+ * start in time; when a start takes longer than h whatever the batch (the delivery calls' round trip, Redis or the
+ * event loop saturated), every job goes back, and each put-back's scripts saturate them further: ten queues'
+ * workers of 50 slots in one process, sharing a binding limit of 2,000/s, ran 110 jobs/s and put back 90 % of what
+ * they were given with h held at 33 ms (`npm run bench -- bindingLimit`). A longer h costs N / (W + h) while it
+ * lasts; the collapse cost all but a twentieth.
+ */
+export function startDeadlineLateCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
+  let ceiling = lateCeilings.get(throttles);
+  if (ceiling === undefined) {
+    let shortest = Infinity;
+    for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
+    ceiling = Math.max(startDeadlineCeilingMs(throttles), Math.min(LATE_CEILING_MS, Math.floor(shortest / 4)));
+    lateCeilings.set(throttles, ceiling);
+  }
+  return ceiling;
+}
+const lateCeilings = new WeakMap<object, number>();
+const LATE_CEILING_MS = 250;
+/**
+ * Over this share of late starts among the last CHOOSE_EVERY, once calls bring at most RAISE_AT_BATCH jobs (BatchLimit
+ * has had its say: smaller batches did not bring starts in time), h may rise to the late ceiling.
+ */
+const RAISE_AT_LATE_SHARE = 0.25;
+const RAISE_AT_BATCH = 2;
+
 /** What a worker's start deadline looks like now (ThrottledWorker.startDeadline). */
 export interface StartDeadlineStats {
   /** h (ms): every delivery counts for W + h, and its processor starts within h of the call that delivered it or not at all. */
@@ -97,13 +125,22 @@ export class StartDeadlines {
    * `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here, at
    * most `ceilingMs()` (startDeadlineCeilingMs of the worker's throttles as they are now).
    */
-  constructor(private readonly fixedMs: number | undefined, private readonly ceilingMs: () => number = () => START_DEADLINE_CEILING_MS) {
+  /** Raised to the late ceiling (startDeadlineLateCeilingMs) until what starts need fits the usual one again. */
+  private raised = false;
+  private lateSinceChosen = 0;
+
+  constructor(
+    private readonly fixedMs: number | undefined,
+    private readonly ceilingMs: () => number = () => START_DEADLINE_CEILING_MS,
+    /** The ceiling while most starts come late (startDeadlineLateCeilingMs); by default the usual one. */
+    private readonly lateCeilingMs: () => number = ceilingMs,
+  ) {
     this.chosenMs = fixedMs ?? INITIAL_MS;
   }
 
   /** The h a delivery call sent now carries. */
   currentMs(): number {
-    return this.fixedMs === undefined ? Math.min(this.chosenMs, this.ceilingMs()) : this.chosenMs;
+    return this.fixedMs === undefined ? Math.min(this.chosenMs, this.raised ? this.lateCeilingMs() : this.ceilingMs()) : this.chosenMs;
   }
 
   /**
@@ -148,8 +185,9 @@ export class StartDeadlines {
     if (!delivery) return undefined;
     this.pending.delete(jobId!);
     const age = now - delivery.sentAt;
-    this.sample(age);
-    if (age > latestStartMs(delivery.deadlineMs)) {
+    const late = age > latestStartMs(delivery.deadlineMs);
+    this.sample(age, late);
+    if (late) {
       this.putBackCount++;
       this.batches.late(delivery.sentAt, delivery.batch);
       return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
@@ -179,15 +217,23 @@ export class StartDeadlines {
     this.swept = sentAt;
   }
 
-  private sample(ageMs: number): void {
+  private sample(ageMs: number, late: boolean): void {
     if (this.fixedMs !== undefined) return;
     if (this.ages.length < SAMPLES) this.ages.push(ageMs);
     else this.ages[this.nextAge] = ageMs;
     this.nextAge = (this.nextAge + 1) % SAMPLES;
+    if (late) this.lateSinceChosen++;
     if (++this.sinceChosen < CHOOSE_EVERY) return;
+    const lateShare = this.lateSinceChosen / this.sinceChosen;
     this.sinceChosen = 0;
+    this.lateSinceChosen = 0;
     const sorted = [...this.ages].sort((a, b) => a - b);
     const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))];
-    this.chosenMs = Math.min(this.ceilingMs(), Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(Math.max(p99 * HEADROOM, p99 + START_SPARE_MS))));
+    const needed = Math.max(START_DEADLINE_FLOOR_MS, Math.ceil(Math.max(p99 * HEADROOM, p99 + START_SPARE_MS)));
+    // Raised while putting jobs back does not bring their starts within the usual ceiling; lowered once what
+    // starts need fits it again.
+    if (lateShare > RAISE_AT_LATE_SHARE && this.batches.limit <= RAISE_AT_BATCH) this.raised = true;
+    else if (needed <= this.ceilingMs()) this.raised = false;
+    this.chosenMs = Math.min(this.raised ? this.lateCeilingMs() : this.ceilingMs(), needed);
   }
 }
