@@ -52,13 +52,15 @@ export function startDeadlineCeilingMs(throttles: readonly { readonly limits: re
 const ceilings = new WeakMap<object, number>();
 
 /**
- * The longest h a worker chooses while most of its starts come too late even so: a quarter of the shortest window,
- * at most LATE_CEILING_MS (never below the usual ceiling). Putting jobs back helps only when smaller batches can
- * start in time; when a start takes longer than h whatever the batch (the delivery calls' round trip, Redis or the
- * event loop saturated), every job goes back, and each put-back's scripts saturate them further: ten queues'
- * workers of 50 slots in one process, sharing a binding limit of 2,000/s, ran 110 jobs/s and put back 90 % of what
- * they were given with h held at 33 ms (`npm run bench -- bindingLimit`). A longer h costs N / (W + h) while it
- * lasts; the collapse cost all but a twentieth.
+ * The longest h a worker chooses while its starts come late even with calls of one or two jobs: a quarter of the
+ * shortest window, at most LATE_CEILING_MS (never below the usual ceiling). Putting jobs back helps only when
+ * smaller batches start in time; when delivered jobs wait longer than h whatever the batch, every one goes back and
+ * each put-back's scripts load Redis and the event loop further. Ten queues' workers of 50 slots in one process,
+ * sharing a binding limit of 2,000/s, ran 110 jobs/s that way and put back nine jobs in ten with h held at 33 ms
+ * (`npm run bench -- bindingLimit`): bullmq's main loop fetches for its free slots one after another and takes a
+ * queued job to its processor only between those fetches, so with a thousand slots refilling as room returned,
+ * delivered jobs waited 260-380 ms (median of the late ones) before their processor was called. A longer h costs
+ * N / (W + h) while it lasts; the collapse cost all but a twentieth.
  */
 export function startDeadlineLateCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
   let ceiling = lateCeilings.get(throttles);
