@@ -17,7 +17,7 @@ describeEachMode('contract: no head-of-line blocking', (mode) => {
     bed().worker('mixed', recordingProcessor(starts), { concurrency: 5, throttles: [perCustomer] });
     bed().worker('mixed', recordingProcessor(starts), { concurrency: 5, throttles: [perCustomer] });
     await waitFor(() => starts.filter((s) => s.data.customer !== 'big').length === 30, 30_000, 'every other bucket\'s job started');
-    // The big bucket's two may come last: one put back for starting late goes again after its tokens return.
+    // The big bucket's two may start after the others on a loaded machine (a loaded run saw one of them by then).
     await waitFor(() => starts.filter((s) => s.data.customer === 'big').length >= 2, 10_000, 'the big bucket\'s two');
     expect(starts.filter((s) => s.data.customer === 'big')).toHaveLength(2);
     expect((await getThrottledCount(queue)).throttled).toBe(298);
