@@ -6,6 +6,7 @@ import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { nowMs } from '../support/processorStart';
+import { startDeadlineLateCeilingMs } from '../../src/worker/lateStarts/startDeadlines';
 
 // Issue 26: the guarantee where the API sees it. Counted at the moment each processor starts (this process's
 // clock, sub-ms), not only at processedOn, with a start deadline (leaseMs 'auto', or a fixed h): at most N starts
@@ -49,11 +50,13 @@ describe('processor starts, with a start deadline', () => {
     await Promise.all(workers.map((worker) => worker.close()));
     expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(100);
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 1_000)).toBeLessThanOrEqual(100);
-    // Each worker chose its h from what it measured, within the stated bounds.
+    // Each worker chose its h from what it measured, within the stated bounds: at most 33 ms (a thirtieth of the
+    // window) as a rule, 250 ms (a quarter, at most 250) while its starts came late even one or two a call (a CI
+    // run with every core busy raised it).
     for (const worker of workers) {
       expect(worker.startDeadline.adaptive).toBe(true);
       expect(worker.startDeadline.hMs).toBeGreaterThanOrEqual(10);
-      expect(worker.startDeadline.hMs).toBeLessThanOrEqual(100);
+      expect(worker.startDeadline.hMs).toBeLessThanOrEqual(startDeadlineLateCeilingMs([{ limits: [{ max: 100, windowMs: 1_000 }] }]));
     }
   }, 40_000);
 
