@@ -9,6 +9,9 @@ import { DeliveryReporter } from './deliveryReporter';
 import { NamespaceIdentity } from './namespaceIdentity';
 import type { RegistryEntry } from '../../queueState/registryEntry';
 
+/** learnIdentity reads the record at most this often while it knows no identity. */
+const LEARN_EVERY_MS = 1_000;
+
 /** What a heartbeat gives the worker's recovery: where the namespace is, and what the worker is now. */
 export interface RecoveryBeat {
   readonly runner: ScriptRunner;
@@ -64,16 +67,17 @@ export class NamespaceRecovery {
   /**
    * Reads the node identity as soon as the first deliveries recorded it, rather than at the next heartbeat (a
    * third of the declarations' TTL later): a node that lost the record within those seconds would otherwise
-   * take the namespace for a new one. Once at a time, and only while none is known; a failed read waits for
-   * the heartbeat.
+   * take the namespace for a new one. Only while none is known, at most once a second (a record that is not
+   * there yet costs the delivery path one read a second, not one a call); a failed read waits for the next.
    */
   learnIdentity(client: RedisClient, keys: ThrottleKeys): void {
-    if (this.identity.known || this.learning) return;
-    this.learning = client.hget(keys.grantorRecord, 'id').then((id) => this.identity.note(id), () => undefined)
-      .finally(() => { this.learning = undefined; });
+    const now = performance.now();
+    if (this.identity.known || now < this.nextLearnAt) return;
+    this.nextLearnAt = now + LEARN_EVERY_MS;
+    client.hget(keys.grantorRecord, 'id').then((id) => this.identity.note(id), () => undefined);
   }
 
-  private learning?: Promise<void>;
+  private nextLearnAt = 0;
 
   async beat(beat: RecoveryBeat): Promise<void> {
     // One read of the namespace's record serves both: its node's identity, and a workers' gather.
