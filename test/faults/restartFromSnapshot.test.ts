@@ -87,16 +87,16 @@ describe('a Redis restarted from an older snapshot', () => {
     const processorStarts: number[] = [];
     const queue = new Queue('early', { connection });
     const worker = new ThrottledWorker('early', async (job: Job) => { starts.push(job.processedOn!); processorStarts.push(nowMs()); }, {
-      connection, concurrency: 10, throttles: [Throttle.named('api').limit(N, `${W}ms`)],
+      connection, concurrency: 10, declarationTtlMs: 1_500, throttles: [Throttle.named('api').limit(N, `${W}ms`)],
     });
     worker.on('error', () => undefined);
     queue.on('error', () => undefined);
     try {
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'a', data: { i } })));
       await waitFor(() => starts.length === N, 10_000, 'the first burst');
-      // The worker reads the identity the first delivery recorded at once, not at its first heartbeat (5 s in).
+      // The worker reads the identity the first delivery recorded (right after it, or on a heartbeat).
       const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
-      await waitFor(() => gate.recovery.knownNodeId !== '', 1_000, 'the worker to know the namespace\'s node');
+      await waitFor(() => gate.recovery.knownNodeId !== '', 5_000, 'the worker to know the namespace\'s node');
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
       await waitFor(() => starts.length === 2 * N, 20_000, 'the second burst');
@@ -109,4 +109,22 @@ describe('a Redis restarted from an older snapshot', () => {
       await queue.close();
     }
   }, 60_000);
+
+  it('a worker knows the namespace\'s node right after its first deliveries, not at its first heartbeat', async () => {
+    const port = await redis.start();
+    const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null };
+    const queue = new Queue('learn', { connection });
+    // The default declarationTtlMs (15 s): the first heartbeat comes 5 s after the start.
+    const worker = new ThrottledWorker('learn', async () => undefined, { connection, throttles: [Throttle.named('api').limit(5, '1s')] });
+    worker.on('error', () => undefined);
+    try {
+      await worker.waitUntilReady();
+      await queue.add('a', {});
+      const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
+      await waitFor(() => gate.recovery.knownNodeId !== '', 2_000, 'the worker to know the namespace\'s node');
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
 });
