@@ -39,17 +39,8 @@ const FORGET_AFTER_MS = 60_000;
  * late than with h 10 ms).
  */
 export function startDeadlineCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
-  // Asked on every delivery call, of a config that changes rarely: worked out once per config.
-  let ceiling = ceilings.get(throttles);
-  if (ceiling === undefined) {
-    let shortest = Infinity;
-    for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
-    ceiling = Math.max(SHORT_WINDOW_CEILING_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
-    ceilings.set(throttles, ceiling);
-  }
-  return ceiling;
+  return ceilingsOf(throttles).usual;
 }
-const ceilings = new WeakMap<object, number>();
 
 /**
  * The longest h a worker chooses while its starts come late even with calls of one or two jobs: a quarter of the
@@ -63,17 +54,23 @@ const ceilings = new WeakMap<object, number>();
  * N / (W + h) while it lasts; the collapse cost all but a twentieth.
  */
 export function startDeadlineLateCeilingMs(throttles: readonly { readonly limits: readonly Limit[] }[]): number {
-  let ceiling = lateCeilings.get(throttles);
-  if (ceiling === undefined) {
+  return ceilingsOf(throttles).late;
+}
+const LATE_CEILING_MS = 250;
+
+/** Both ceilings of a config: asked on every delivery call, of a config that changes rarely, so worked out once per config. */
+function ceilingsOf(throttles: readonly { readonly limits: readonly Limit[] }[]): { usual: number; late: number } {
+  let found = ceilings.get(throttles);
+  if (found === undefined) {
     let shortest = Infinity;
     for (const throttle of throttles) for (const limit of throttle.limits) shortest = Math.min(shortest, limit.windowMs);
-    ceiling = Math.max(startDeadlineCeilingMs(throttles), Math.min(LATE_CEILING_MS, Math.floor(shortest / 4)));
-    lateCeilings.set(throttles, ceiling);
+    const usual = Math.max(SHORT_WINDOW_CEILING_MS, Math.min(START_DEADLINE_CEILING_MS, Math.floor(shortest / WINDOW_SHARE)));
+    found = { usual, late: Math.max(usual, Math.min(LATE_CEILING_MS, Math.floor(shortest / 4))) };
+    ceilings.set(throttles, found);
   }
-  return ceiling;
+  return found;
 }
-const lateCeilings = new WeakMap<object, number>();
-const LATE_CEILING_MS = 250;
+const ceilings = new WeakMap<object, { usual: number; late: number }>();
 /**
  * Over this share of late starts among the last CHOOSE_EVERY, once calls bring at most RAISE_AT_BATCH jobs (BatchLimit
  * has had its say: smaller batches did not bring starts in time), h may rise to the late ceiling.
