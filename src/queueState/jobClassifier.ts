@@ -4,7 +4,7 @@ import { encodeSegment } from '../keys/keyEncoding';
 import { resolveBuckets } from '../grant/resolveBuckets';
 import { QueueConfig } from './queueConfig';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { jobCost } from './jobCost';
+import { atPath, jobCost } from './jobCost';
 import type { IntakeRecord } from '../lua/calls/intakeJobs';
 
 /** What the attributes function sees of a job: enough to decide, nothing it could change. */
@@ -45,15 +45,6 @@ function parseJson(text: string | null): { ok: true; value: unknown } | { ok: fa
   } catch {
     return { ok: false };
   }
-}
-
-function atPath(data: unknown, path: string): unknown {
-  let value = data;
-  for (const segment of path.split('.')) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[segment];
-  }
-  return value;
 }
 
 /** Works out which buckets a job draws from, from its stored data, name and attributes. */

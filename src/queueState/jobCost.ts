@@ -5,7 +5,8 @@ import { formatWindow } from '../declarations/windowText';
 /** A job's cost in one throttle: what it counts against every limit, or why it cannot be counted. */
 export type JobCost = { readonly cost: number } | { readonly error: string };
 
-function atPath(data: unknown, path: string): unknown {
+/** The value at a dotted path of job data (a key's or a cost's `data` source), undefined where the path breaks. */
+export function atPath(data: unknown, path: string): unknown {
   let value = data;
   for (const segment of path.split('.')) {
     if (value === null || typeof value !== 'object') return undefined;
