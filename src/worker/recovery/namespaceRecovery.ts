@@ -71,8 +71,9 @@ export class NamespaceRecovery {
    * there yet costs the delivery path one read a second, not one a call); a failed read waits for the next.
    */
   learnIdentity(client: RedisClient, keys: ThrottleKeys): void {
+    if (this.identity.known) return;
     const now = performance.now();
-    if (this.identity.known || now < this.nextLearnAt) return;
+    if (now < this.nextLearnAt) return;
     this.nextLearnAt = now + LEARN_EVERY_MS;
     client.hget(keys.grantorRecord, 'id').then((id) => this.identity.note(id), () => undefined);
   }
