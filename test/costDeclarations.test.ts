@@ -60,8 +60,10 @@ describe('cost(source, { default })', () => {
     expect(costCapacity(leased)).toBe(30);
     expect(jobCost(leased, { n: 30 }, {})).toEqual({ cost: 30 });
     expect(jobCost(leased, { n: 31 }, {})).toEqual({
-      error: "Throttle 'tok': this job costs 31, more than the 30 its limits let go at once (burst 40 of its rate, less the 10 it refills within the 100 ms a token may be spent after its grant (leaseMs)): it could never be delivered. Split the job, or raise the limit.",
+      error: "Throttle 'tok': this job costs 31, more than the 30 its limits let go at once (burst 40 of its rate, less the 10 it refills within the 100 ms a leased token may be spent after its grant (leaseMs of the leased workers)): it could never be delivered. Split the job, or raise the limit.",
     });
+    // Exact workers alone keep the rate at processor start (a deadline of 100 ms) and still let one job take the whole burst.
+    expect(effectiveThrottle([entry('a', 'exact', rated)], 'tok').rateLeaseMs).toBe(100);
     expect(costCapacity(effectiveThrottle([entry('a', 'exact', rated)], 'tok'))).toBe(40);
   });
 });

@@ -25,9 +25,9 @@ const arbThrottles = fc.array(fc.record({ rate: arbRate, keyed: fc.boolean() }),
   }));
 
 const KEY_VALUES = ['acme', 'a:{b}', 7] as const;
-type Step = { kind: 'grant'; deliveries: { throttle: number; key: number }[][] } | ClockStep;
+type Step = { kind: 'grant'; deliveries: { throttle: number; key: number; cost: number }[][] } | ClockStep;
 const arbStep: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(1), key: fc.nat(2) }), { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
+  { weight: 5, arbitrary: fc.array(fc.array(fc.record({ throttle: fc.nat(1), key: fc.nat(2), cost: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 4 }).map((deliveries): Step => ({ kind: 'grant', deliveries })) },
   ...clockSteps<Step>(8, 900),
 );
 
@@ -60,18 +60,19 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
               const deliveries: Delivery[] = step.deliveries.map((picks) => picks
                 .filter((pick) => pick.throttle < throttles.length)
                 .filter((pick, i, all) => all.findIndex((other) => bucketOfPick(other) === bucketOfPick(pick)) === i)
-                .map((pick) => ({ throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined })));
-              const refs = deliveries.map((delivery) => resolveBuckets(delivery).map(({ throttle, bucket }) => ({ key: grantor.keys.rateCounter(throttle.name, bucket), rate: throttle.tokenRate! })));
+                // A cost up to the rate's burst (more could never fit): one delivery's tokens, checked and spent together.
+                .map((pick) => ({ throttle: throttles[pick.throttle], key: throttles[pick.throttle].keyParts ? [KEY_VALUES[pick.key]] : undefined, cost: Math.min(pick.cost, throttles[pick.throttle].tokenRate!.burst) })));
+              const refs = deliveries.map((delivery) => resolveBuckets(delivery).map(({ throttle, bucket, cost }) => ({ key: grantor.keys.rateCounter(throttle.name, bucket), rate: throttle.tokenRate!, cost })));
               const { nowUs, results } = await grantor.grantBatch(deliveries);
               lastNowMs = nowUs / 1000;
               results.forEach((result, i) => {
                 const own = refs[i];
-                const fits = own.every((ref) => model.fits(ref.key, ref.rate, nowUs));
+                const fits = own.every((ref) => model.fits(ref.key, ref.rate, nowUs, ref.cost));
                 if (fits) {
-                  for (const ref of own) model.take(ref.key, ref.rate, nowUs);
+                  for (const ref of own) model.take(ref.key, ref.rate, nowUs, ref.cost);
                   expect(result.granted).toBe(true);
                 } else {
-                  const roomAtUs = Math.max(nowUs, ...own.map((ref) => model.roomAtUs(ref.key, ref.rate, nowUs)));
+                  const roomAtUs = Math.max(nowUs, ...own.map((ref) => model.roomAtUs(ref.key, ref.rate, nowUs, ref.cost)));
                   expect(result).toEqual({ granted: false, retryAt: Math.ceil(roomAtUs / 1000) });
                 }
                 if (!result.granted) {
@@ -80,10 +81,19 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
                 }
                 for (const ref of own) {
                   // Spent somewhere within h of the grant, as a leased token may be.
-                  spends.push({ key: ref.key, rate: ref.rate, atUs: nowUs + delays[spendCount++ % delays.length] * leaseMs * 1000 });
+                  const atUs = nowUs + delays[spendCount++ % delays.length] * leaseMs * 1000;
+                  for (let unit = 0; unit < ref.cost; unit++) spends.push({ key: ref.key, rate: ref.rate, atUs });
                 }
                 granted.push({ id: result.id });
               });
+              // Kept exactly as long as a costly delivery could still be refused by it (the test clock does not
+              // move Redis's own, so the expiry time is read, not waited for).
+              for (const key of new Set(refs.flat().map((r) => r.key))) {
+                const kept = model.keptUntilMs(key);
+                const expiresAt = await redis.pexpiretime(key);
+                // Redis's own clock runs on under the test clock's: a key may be gone before its time here.
+                if (expiresAt !== -2) expect(expiresAt).toBe(kept);
+              }
             } else if (granted.length > 0) {
               // A return gives nothing back to a rate (its TAT cannot tell whether the token's T still counts):
               // the token stays counted, so it is checked as if spent.
@@ -106,12 +116,21 @@ describe('rate scripts against the reference model (lua/includes/rateCounter.lua
         examples: [[
           [Throttle.named('sendgrid').rate(1, 5, { burst: 2 })], 3,
           [
-            { kind: 'grant', deliveries: [[{ throttle: 1, key: 0 }], [{ throttle: 0, key: 0 }], [{ throttle: 0, key: 0 }]] }, { kind: 'untilRoom', jitterMs: -1 },
-            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }]] }, { kind: 'return', pick: 1362306355 },
-            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }], [{ throttle: 0, key: 0 }]] }, { kind: 'untilRoom', jitterMs: -1 },
-            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0 }]] },
+            { kind: 'grant', deliveries: [[{ throttle: 1, key: 0, cost: 1 }], [{ throttle: 0, key: 0, cost: 1 }], [{ throttle: 0, key: 0, cost: 1 }]] }, { kind: 'untilRoom', jitterMs: -1 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0, cost: 1 }]] }, { kind: 'return', pick: 1362306355 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0, cost: 1 }], [{ throttle: 0, key: 0, cost: 1 }]] }, { kind: 'untilRoom', jitterMs: -1 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0, cost: 1 }]] },
           ],
           [0, 0, 0, 0, 0, 0, 0, 0],
+        ], [
+          // A TAT forgotten when it passed (as before costs could take the whole burst) would let the second
+          // delivery of cost 2 through 10 ms past it; it fits only at TAT + H (25 ms).
+          [Throttle.named('sendgrid').rate(1, 300, { burst: 2 })], 25,
+          [
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0, cost: 2 }]] }, { kind: 'advance', ms: 610 },
+            { kind: 'grant', deliveries: [[{ throttle: 0, key: 0, cost: 2 }]] },
+          ],
+          [1, 0, 0, 0, 0, 0, 0, 0],
         ]],
       },
     );

@@ -16,14 +16,21 @@
   M * T < t + H + tau + T = t + burst * T: M < burst + t / T. TAT is rounded up, only ever stricter.
   A lease shorter than before keeps the longer one until every token leased with it is spent or expired
   (lua/publishLimits-n.lua: rl and rd).
-  A lease longer than the burst covers (tau < 0: an exact worker's start deadline on a rate of burst 1, up to
-  a twentieth of T more than (burst - 1) * T, src/declarations/validateLimits.ts) checks the unclamped TAT:
+  A lease longer than the burst covers (tau < 0: an exact worker's start deadline on a rate whose burst
+  covers less, src/declarations/validateLimits.ts' rateStartDeadlineMs) checks the unclamped TAT:
   a token fits when TAT - now <= tau, one a call, so grants are at least T + H - (burst - 1) * T apart. The
   proof above then ends one step earlier: TAT before i is at least g_j + (M - 1) * T and at most g_i + tau, so
   (M - 1) * T < t + H + tau and again M < burst + t / T. Only grants whose tokens are spent together (one
   job, or one Grantor delivery) may meet it: a leased pool's tokens are spent one by one, so leased delivery
-  keeps tau >= 0 (src/declarations/validateLimits.ts' checkRateLease). The key then lives until TAT - tau,
-  the last moment it can refuse anything.
+  keeps tau >= 0 (src/declarations/validateLimits.ts' checkRateLease).
+  A job's tokens (its cost c, granted and spent together) are checked alone against the stored TAT, clamped
+  or not: a job fits when TAT + (c - 1) * T - tau <= now (rateRoomAtUs). The proof above holds for it with j
+  before i (TAT before i is at least g_j + (M - c_i) * T, and the check bounds it by g_i + tau - (c_i - 1) * T,
+  so again (M - 1) * T < t + H + tau); with j = i the tokens are one job's c <= burst (src/declarations/
+  Cost.ts' costCapacity). So a costly job fits a bucket that has been idle long enough even when c is more
+  than burst - H / T, and a start deadline does not shrink what one job may cost. Forgetting the TAT is safe
+  once every job of cost up to burst fits by it: at TAT + H (saveRate). Tokens counted together for several
+  jobs or a leased pool (rateRoom) are checked against the clamped TAT: each of them is a grant of its own.
   A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
   whether its T was absorbed by an idle moment since (then taking it off would let more through than the
   rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
@@ -66,9 +73,10 @@ function rateRoom(counter)
   return 1 + math.floor((counter.nowUs - at) / counter.T)
 end
 
--- When `count` more tokens (1 unless given: a delivery's cost) can be granted (us), 0 when they can now.
+-- When `count` more tokens (1 unless given: a delivery's cost, spent together) can be granted (us), 0 when
+-- they can now. The unclamped TAT: the header says why one job's tokens may be checked against it.
 function rateRoomAtUs(counter, count)
-  local at = checked(counter) + ((count or 1) - 1) * counter.T - counter.tolerance
+  local at = counter.tat + ((count or 1) - 1) * counter.T - counter.tolerance
   if at <= counter.nowUs then return 0 end
   return math.ceil(at)
 end
@@ -81,8 +89,8 @@ end
 
 function saveRate(counter)
   if not counter.dirty then return end
-  local keepUntil = counter.tat
-  if counter.tolerance < 0 then keepUntil = keepUntil - counter.tolerance end
+  -- Until a job of cost burst fits by the TAT (the header): TAT + H, which is TAT - tau for a burst of 1.
+  local keepUntil = counter.tat + counter.leaseMs * 1000
   if keepUntil <= counter.nowUs then
     rcall('DEL', counter.key)
   else

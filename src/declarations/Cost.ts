@@ -77,22 +77,23 @@ export function sameCost(a: CostSpec | undefined, b: CostSpec | undefined): bool
 
 /**
  * The most one job may cost in this throttle: its smallest window N, its rate's burst, its concurrency. A job
- * costing more could never go. A rate whose tokens are leased (`rateLeaseMs`, lua/includes/rateCounter.lua)
- * grants at most its burst less what it fills in that lease at once. Infinity when the throttle declares none.
+ * costing more could never go. A rate whose tokens are leased to pools (`rateLeasedMs`, lua/includes/
+ * rateCounter.lua) grants at most its burst less what it refills in that lease at once; one job's tokens
+ * granted together are checked alone, and may take the whole burst. Infinity when the throttle declares none.
  */
 export function costCapacity(throttle: {
   readonly limits: readonly { max: number }[];
   readonly tokenRate?: { n: number; perMs: number; burst: number };
-  readonly rateLeaseMs?: number;
+  readonly rateLeasedMs?: number;
   readonly maxInFlight?: number;
 }): number {
   return Math.min(Infinity, ...throttle.limits.map((l) => l.max), rateCapacity(throttle), throttle.maxInFlight ?? Infinity);
 }
 
-/** The most one grant of the throttle's rate may take at once (Infinity with no rate). */
-export function rateCapacity(throttle: { readonly tokenRate?: { n: number; perMs: number; burst: number }; readonly rateLeaseMs?: number }): number {
+/** The most one job may take of the throttle's rate at once (Infinity with no rate). */
+export function rateCapacity(throttle: { readonly tokenRate?: { n: number; perMs: number; burst: number }; readonly rateLeasedMs?: number }): number {
   const rate = throttle.tokenRate;
   if (!rate) return Infinity;
-  // c tokens fit an idle bucket when c * perMs <= burst * perMs - leaseMs * n (whole numbers: no rounding).
-  return Math.floor((rate.burst * rate.perMs - (throttle.rateLeaseMs ?? 0) * rate.n) / rate.perMs);
+  // c tokens fit an idle pool when c * perMs <= burst * perMs - leaseMs * n (whole numbers: no rounding).
+  return Math.floor((rate.burst * rate.perMs - (throttle.rateLeasedMs ?? 0) * rate.n) / rate.perMs);
 }

@@ -29,6 +29,11 @@ export interface EffectiveThrottle {
    * short of its burst (see lua/includes/rateCounter.lua). 0 when none, and when merged from declarations alone.
    */
   readonly rateLeaseMs: number;
+  /**
+   * The longest lease of a worker in leased delivery that declares this throttle (0: none): a leased pool's
+   * tokens are granted within the burst less what the rate refills in that lease, so one job may cost no more.
+   */
+  readonly rateLeasedMs: number;
   /** How many declarations were combined. */
   readonly declarations: number;
 }
@@ -41,7 +46,7 @@ export interface EffectiveThrottle {
  * @example
  * mergeDeclarations([Throttle.named('stripe').limit(100, '1s'), Throttle.named('stripe').limit(80, '1s')]);
  * @param declarations - One or more declarations of one name (Throttle or ThrottleSpec).
- * @returns The frozen effective throttle, with `rateLeaseMs` 0.
+ * @returns The frozen effective throttle, with `rateLeaseMs` and `rateLeasedMs` 0.
  * @throws InvalidThrottleError when `declarations` is empty, a declaration has no limit, rate or concurrency,
  * or two declarations have different names.
  * @throws ThrottleConflictError when two declarations have different keys or different costs.
@@ -94,6 +99,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(first.costSpec ? { costSpec: first.costSpec } : {}),
     rateLeaseMs: 0,
+    rateLeasedMs: 0,
     declarations: declarations.length,
   });
 }

@@ -97,27 +97,39 @@ export function checkRateLease(throttle: string, rate: Rate, leaseMs: number): v
   );
 }
 
-/** Below this, a start deadline is too short to keep: a rate whose burst leaves less is kept at processedOn. */
+/**
+ * The shortest start deadline a rate gets where its burst covers less: shorter, more jobs would go back for
+ * starting late, and a rate keeps the token of a job put back (lua/includes/rateCounter.lua).
+ */
 const SHORTEST_RATE_DEADLINE_MS = 10;
 
 /**
- * The share of a rate's emission interval (per / n) a start deadline may reach beyond what its burst covers: a
- * rate of burst 1 then grants one token every T + H, so this costs at most 1 - 20/21 of its sustained rate,
- * within the 95 % the processor-start rule may cost.
+ * The share of a rate's emission interval (per / n) a start deadline reaches beyond what its burst covers at no
+ * cost to the sustained rate: a rate of burst 1 then grants one token every T + H, 1 - 20/21 of its rate at most,
+ * within the 95 % the processor-start rule may cost. Where that is under 10 ms, H is 10 ms and costs more.
  */
 const RATE_DEADLINE_SLACK = 1 / 20;
 
 /**
- * The start deadline an exact worker whose deadline is `deadlineMs` (0: none) keeps on this rate: processors
- * start up to that long after their grant (lua/includes/rateCounter.lua's H). What the burst covers,
- * (burst - 1) * perMs / n, costs nothing; beyond it the rate grants one token every T + H less that (a rate of
- * burst 1), so H goes at most a twentieth of T further. `alone`: no leased worker declares the throttle (a
- * leased pool's tokens need the burst to cover H). 0 (the rate kept at processedOn) when that leaves under
- * 10 ms: a rate of burst 1 faster than 5 per second.
+ * The start deadline an exact worker whose deadline is `deadlineMs` (0: none) keeps on this rate: its
+ * processors start up to that long after their grant (lua/includes/rateCounter.lua's H), so the rate holds at
+ * processor start. What the burst covers, (burst - 1) * perMs / n, costs nothing; beyond it the rate grants
+ * one token every T + H less that (rateShareKept). H goes a twentieth of T further, or to 10 ms where that is
+ * less (a rate of burst 1 faster than 5 per second: 100 per second runs at 50 per second, rateShareKept 0.5).
+ * `alone`: no leased worker declares the throttle; else H stays within what the burst covers (a leased pool's
+ * tokens need tau >= 0) and is 0 where that is under 10 ms: the leased workers' lease, the throttle's rate
+ * lease then, gives the exact workers' jobs their deadline (lua/includes/exactRoom.lua).
  */
 export function rateStartDeadlineMs(rate: Rate, deadlineMs: number, alone = true): number {
+  if (deadlineMs <= 0) return 0;
   const T = rate.perMs / rate.n;
-  const most = Math.floor((rate.burst - 1) * T + (alone ? T * RATE_DEADLINE_SLACK : 0));
-  if (deadlineMs <= 0 || most < SHORTEST_RATE_DEADLINE_MS) return 0;
-  return Math.min(deadlineMs, most);
+  const covered = Math.floor((rate.burst - 1) * T + (alone ? T * RATE_DEADLINE_SLACK : 0));
+  if (covered >= SHORTEST_RATE_DEADLINE_MS) return Math.min(deadlineMs, covered);
+  return alone ? Math.min(deadlineMs, SHORTEST_RATE_DEADLINE_MS) : 0;
+}
+
+/** The share of a rate's sustained n / per kept when its tokens are granted with start deadline H (ms). */
+export function rateShareKept(rate: Rate, startDeadlineMs: number): number {
+  const T = rate.perMs / rate.n;
+  return T / (T + Math.max(0, startDeadlineMs - (rate.burst - 1) * T));
 }

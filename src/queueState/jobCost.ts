@@ -54,7 +54,7 @@ function describeCapacity(throttle: EffectiveThrottle, capacity: number): string
   if (throttle.tokenRate && rateCapacity(throttle) === capacity) {
     return throttle.tokenRate.burst === capacity
       ? `burst ${capacity} of its rate`
-      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeaseMs} ms a token may be spent after its grant (leaseMs)`;
+      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeasedMs} ms a leased token may be spent after its grant (leaseMs of the leased workers)`;
   }
   return `concurrency ${capacity}`;
 }

@@ -34,11 +34,12 @@ export function effectiveThrottle(entries: readonly RegistryEntry[], name: strin
   const leased = Math.max(0, ...declaring.filter((e) => e.delivery === 'leased').map((e) => e.leaseMs ?? 0));
   checkRateLease(name, merged.tokenRate, leased);
   // An exact worker's processors start up to its start deadline after their grant: the rate is granted that much
-  // short of its burst too, as far as rateStartDeadlineMs allows (a throttle with a cost keeps its whole burst
-  // for costly jobs, and is kept at processedOn).
+  // short of its burst (rateStartDeadlineMs). Beside a leased worker, a throttle with a cost keeps its burst for
+  // costly jobs (the pools' tokens are checked clamped, lua/includes/rateCounter.lua): the leased lease alone
+  // gives exact jobs their deadline there.
   const alone = !declaring.some((e) => e.delivery === 'leased');
-  const exact = merged.costSpec ? 0 : Math.max(0, ...declaring.filter((e) => e.delivery !== 'leased').map((e) => rateStartDeadlineMs(merged.tokenRate!, e.leaseMs ?? 0, alone)));
-  return Object.freeze({ ...merged, rateLeaseMs: Math.max(leased, exact) });
+  const exact = merged.costSpec && !alone ? 0 : Math.max(0, ...declaring.filter((e) => e.delivery !== 'leased').map((e) => rateStartDeadlineMs(merged.tokenRate!, e.leaseMs ?? 0, alone)));
+  return Object.freeze({ ...merged, rateLeaseMs: Math.max(leased, exact), rateLeasedMs: leased });
 }
 
 /** The registry's entries for one queue: its name under its bullmq prefix. */

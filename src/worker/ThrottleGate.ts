@@ -13,6 +13,7 @@ import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
 import { TakeReply } from '../delivery/takeNextJobs';
 import { Delivery } from '../delivery/Delivery';
 import { createDelivery } from '../delivery/createDelivery';
+import { rateStartNotice } from './notices/rateStartNotice';
 import { JobCompleter } from './completion/jobCompleter';
 import { HeldJobPlacer } from './intake/heldJobPlacer';
 import { DeclarationLifecycle } from './declarations/DeclarationLifecycle';
@@ -442,6 +443,7 @@ export class ThrottleGate implements Gate {
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;
+    if (chosen.delivery.mode === 'exact') rateStartNotice(this.options.logger, this.options.queue, this.options.throttles, chosen.leaseMs);
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
     // Leased delivery's deadline is each job's tokens' expiry, h after the request that leased them (fixed).
     const own = this.options.leaseMs;

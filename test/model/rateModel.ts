@@ -2,10 +2,11 @@ import { Rate } from '../../src/declarations/Rate';
 
 /**
  * The generic cell rate of lua/includes/rateCounter.lua, in TypeScript: one theoretical arrival time (TAT, us)
- * per bucket; a token fits at now when max(TAT, now) + T - now <= tau + T, with T = per / n and
- * tau = (burst - 1) * T - leaseMs, or TAT - now <= tau when tau < 0 (a lease the burst does not cover). The
- * scripts must decide exactly as this does. A token given back stays
- * counted (lua/includes/rateCounter.lua says why): nothing here takes one off.
+ * per bucket; one delivery's c tokens (its cost, spent together) fit at now when TAT + (c - 1) * T - tau <= now,
+ * with T = per / n and tau = (burst - 1) * T - leaseMs, checked against the stored TAT (never clamped to now:
+ * rateCounter.lua says why that holds); their grant moves TAT to max(TAT, now) + c * T. The scripts must
+ * decide exactly as this does. A token given back stays counted (lua/includes/rateCounter.lua says why):
+ * nothing here takes one off.
  */
 export class RateModel {
   private readonly tat = new Map<string, number>();
@@ -17,21 +18,29 @@ export class RateModel {
     return { T, tolerance: (rate.burst - 1) * T - this.leaseMs * 1000 };
   }
 
-  /** Room for one more at nowUs, or when it returns (us). */
-  roomAtUs(key: string, rate: Rate, nowUs: number): number {
-    const { tolerance } = this.shape(rate);
-    const tat = this.tat.get(key) ?? 0;
-    const at = (tolerance < 0 ? tat : Math.max(tat, nowUs)) - tolerance;
+  /** Room for `cost` more at nowUs, or when it returns (us). */
+  roomAtUs(key: string, rate: Rate, nowUs: number, cost = 1): number {
+    const { T, tolerance } = this.shape(rate);
+    const at = (this.tat.get(key) ?? 0) + (cost - 1) * T - tolerance;
     return at <= nowUs ? 0 : Math.ceil(at);
   }
 
-  fits(key: string, rate: Rate, nowUs: number): boolean {
-    return this.roomAtUs(key, rate, nowUs) === 0;
+  fits(key: string, rate: Rate, nowUs: number, cost = 1): boolean {
+    return this.roomAtUs(key, rate, nowUs, cost) === 0;
   }
 
-  take(key: string, rate: Rate, nowUs: number): void {
+  take(key: string, rate: Rate, nowUs: number, cost = 1): void {
     const { T } = this.shape(rate);
-    this.tat.set(key, Math.ceil(Math.max(this.tat.get(key) ?? 0, nowUs) + T));
+    this.tat.set(key, Math.ceil(Math.max(this.tat.get(key) ?? 0, nowUs) + cost * T));
+  }
+
+  /**
+   * Until when (ms) the bucket's TAT is kept: every delivery of cost up to the burst fits by the TAT from TAT + H
+   * on, so it may be forgotten then, and not before. -2 (no key) for a bucket never granted.
+   */
+  keptUntilMs(key: string): number {
+    const tat = this.tat.get(key);
+    return tat === undefined ? -2 : Math.ceil((tat + this.leaseMs * 1000) / 1000);
   }
 
   tatUs(key: string): number {
