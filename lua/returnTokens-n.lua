@@ -7,8 +7,9 @@
     KEYS[1..K]  returned-sets (ZSET: token nonce -> ms when it no longer matters), window counters and rates
     ARGV[1]     G, the number of (token, throttle) groups; then for each group:
                   set index, nonce, grantUs, leaseMs, count (the tokens the grant took: its cost), c, then c
-                  pairs (counter index, window ms); a rate keeps
-                  returned tokens counted (includes/rateCounter says why), so none is named here
+                  pairs (counter index, window ms), then the index of the bucket's rate (0: none; a rate keeps
+                  returned tokens counted, includes/rateCounter says why) and, when one is named, the TATs
+                  (us) its grant read and wrote: the grant is undone while it is the rate's latest
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output:
@@ -20,6 +21,8 @@ local rcall = redis.call
 --- @include "includes/nowUs"
 --- @include "includes/windowCounter"
 --- @include "includes/returnedSet"
+--- @include "includes/intArg"
+--- @include "includes/rateCounter"
 
 local now = nowUs()
 local counters = {}
@@ -50,14 +53,20 @@ for g = 1, groups do
   end
   local group = {}
   for j = 1, c do group[j] = counterAt(tonumber(ARGV[at + 4 + 2 * j]), tonumber(ARGV[at + 5 + 2 * j])) end
+  local rateIndex = tonumber(ARGV[at + 6 + 2 * c])
+  local rateBefore, rateAfter = tonumber(ARGV[at + 7 + 2 * c]), tonumber(ARGV[at + 8 + 2 * c])
+  -- A rate's grant matters while its TAT can refuse a delivery: until TAT + the lease (includes/rateCounter).
+  local mattersMs = releasedMsOf(group, grantUs, leaseMs)
+  if rateIndex > 0 then mattersMs = math.max(mattersMs, math.ceil(rateAfter / 1000) + leaseMs) end
   local returned = 0
-  if markReturned(setKey, nonce, releasedMsOf(group, grantUs, leaseMs), nowMs) then
+  if markReturned(setKey, nonce, mattersMs, nowMs) then
     for _, counter in ipairs(group) do
       if removeTokens(counter, grantUs, leaseMs, now, count) > 0 then returned = 1 end
     end
+    if rateIndex > 0 and undoRateGrant(KEYS[rateIndex], rateBefore, rateAfter) then returned = 1 end
   end
   reply[g + 1] = returned
-  at = at + 6 + 2 * c
+  at = at + 7 + 2 * c + (rateIndex > 0 and 2 or 0)
 end
 
 for _, counter in pairs(counters) do saveCounter(counter) end

@@ -53,11 +53,13 @@ local inFlightJobs = {}
 -- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
 -- that a job whose processor would start too late can give it back (src/worker/lateStarts/startDeadlines.ts): per bucket
 -- "<bucket id>$<cost>@<window ms>,...", joined by '|', every bucket the job was noted in (lua/lateStartPutBack-n
--- takes the notes back), the windows empty where none counted it; '' when no window and no rate with a lease
--- counted the job (it has no deadline). A rate granted with lease H (its rh, includes/rateCounter) keeps its
+-- takes the notes back), the windows empty where none counted it, and for a bucket with a rate "*<TAT its grant
+-- read>:<TAT it wrote>" at the end (a late job's grant is undone while it is the latest: includes/rateCounter's
+-- undoRateGrant); '' when no window and no rate with a lease counted the job (it has no deadline). A rate
+-- granted with lease H (its rh, includes/rateCounter) keeps its
 -- invariant only for tokens spent within H of their grant: when H is shorter than the call's h, the ticket
 -- starts "<H ms>#" (the job's deadline; '#' never occurs in a bucket id). Rates keep what they granted
--- (includes/rateCounter says why), and concurrency returns as the job ends, so neither is given back.
+-- but the latest grant (includes/rateCounter says why), and concurrency returns as the job ends.
 --
 -- A bucket far from full counts this run's deliveries with a longer lease (its windows' tokens held for W + L,
 -- L = a quarter of its shortest window, at most LONG_LEASE_MS; a whole window cost a 100 ms window at saturation
@@ -95,6 +97,8 @@ end
 local function spendRoom(counters, fresh, jobId, cost)
   cost = cost or 1
   local lease = roomTicketing.leaseFor(counters, cost)
+  local rate = counters.rate
+  local rateBefore = rate and rate.tat
   addBucketTokens(counters, cost, lease)
   if exactRoomContext.leaseMs > 0 then
     local windows = {}
@@ -105,12 +109,12 @@ local function spendRoom(counters, fresh, jobId, cost)
       roomTicketing.parts[jobId] = parts
     end
     parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',') .. (lease ~= exactRoomContext.leaseMs and ('~' .. lease) or '')
+      .. (rate and ('*' .. intArg(rateBefore) .. ':' .. intArg(rate.tat)) or '')
     if #counters > 0 then
       roomTicketing.windowed[jobId] = true
       local least = roomTicketing.windowL[jobId]
       if least == nil or lease < least then roomTicketing.windowL[jobId] = lease end
     end
-    local rate = counters.rate
     if rate and rate.leaseMs > 0 then
       roomTicketing.windowed[jobId] = true
       local h = roomTicketing.rateH[jobId]

@@ -32,6 +32,8 @@ interface TicketBucket {
   readonly leaseMs?: number;
   /** Leased delivery: the grants its tokens came from, "<grantUs>:<leaseMs>:<nonce>#<units>". */
   readonly grants: string[];
+  /** Exact delivery: the bucket's rate TAT (us) the job's grant read and wrote ("*<before>:<after>"), to undo it. */
+  readonly rate?: { beforeUs: number; afterUs: number };
 }
 
 /**
@@ -46,9 +48,10 @@ export function deadlineOf(ticket: string): { deadlineMs?: number; buckets: stri
 
 /**
  * A ticket (TakeReply.tickets, without a leased ticket's "<expiry>!" or an exact one's "<D>#"): per bucket
- * "<bucket id>$<cost>@<windows>[~<lease>]" (exact, windows joined by ',') or "<bucket id>$<cost>@^<grants>"
- * (leased, grants joined by ','), joined by '|'. Bucket ids are encoded (src/keys/keyEncoding.ts): '|', '$', '@',
- * '^' and ',' never occur in them ('~' does, the missing-key bucket's, but a lease is read only after the last '@').
+ * "<bucket id>$<cost>@<windows>[~<lease>][*<rate TAT before>:<after>]" (exact, windows joined by ',') or
+ * "<bucket id>$<cost>@^<grants>" (leased, grants joined by ','), joined by '|'. Bucket ids are encoded
+ * (src/keys/keyEncoding.ts): '|', '$', '@', '^' and ',' never occur in them ('~' and '*' may: what follows the
+ * last '@' is read for them).
  */
 export function bucketsOfTicket(ticket: string): TicketBucket[] {
   return ticket.split('|').filter(Boolean).map((part) => {
@@ -57,7 +60,9 @@ export function bucketsOfTicket(ticket: string): TicketBucket[] {
     const bucketId = part.slice(0, dollar);
     const eq = bucketId.indexOf('=');
     const [counted, grants = ''] = part.slice(at + 1).split('^');
-    const [windows, lease] = counted.split('~');
+    const [leased, rate] = counted.split('*');
+    const [windows, lease] = leased.split('~');
+    const [beforeUs, afterUs] = rate ? rate.split(':').map(Number) : [];
     return {
       bucketId,
       name: decodeSegment(bucketId.slice(0, eq)),
@@ -66,13 +71,17 @@ export function bucketsOfTicket(ticket: string): TicketBucket[] {
       windows: windows.split(',').filter(Boolean).map(Number),
       grants: grants.split(',').filter(Boolean),
       ...(lease ? { leaseMs: Number(lease) } : {}),
+      ...(rate ? { rate: { beforeUs, afterUs } } : {}),
     };
   });
 }
 
-/** Exact delivery: the windows that counted a late job, to stop counting it (lua/returnTokens-n.lua). */
+/**
+ * Exact delivery: the windows that counted a late job, to stop counting it, and its rates' grants, undone while
+ * each is its rate's latest (lua/returnTokens-n.lua).
+ */
 export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
-  return bucketsOfTicket(late.ticket).filter((b) => b.windows.length > 0).map((b) => ({
+  return bucketsOfTicket(late.ticket).filter((b) => b.windows.length > 0 || b.rate).map((b) => ({
     name: b.name,
     bucket: b.bucket,
     nonce: `late.${late.jobId}.${late.grantUs}`,
@@ -80,6 +89,7 @@ export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
     leaseMs: b.leaseMs ?? late.hMs,
     count: b.cost,
     windows: b.windows,
+    ...(b.rate ? { rate: b.rate } : {}),
   }));
 }
 

@@ -1,6 +1,6 @@
 import { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Key, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
+import { Key, Missing, Throttle, ThrottleAdmin, ThrottledWorker, ThrottleKeys } from '../../src';
 import { mostInAnyWindow } from '../../src/check/mostInAnyWindow';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
@@ -141,6 +141,20 @@ describe('processor starts, with a start deadline', () => {
     } finally {
       await admin.close();
     }
+  });
+
+  it("a job put back for starting late takes back its rate grant while it is the rate's latest: a rate of 1 per hour still runs it", async () => {
+    const queue = bed.queue('rate-late');
+    // The unkeyed job's processor holds the loop 300 ms past the deadline of the three delivered with it, each the
+    // only grant of its own bucket of 1 per hour: put back, their grants would hold them for the hour.
+    await queue.addBulk([{ name: 'hold', data: {} }, ...['x', 'y', 'z'].map((c) => ({ name: 'rated', data: { c } }))]);
+    const starts: Start[] = [];
+    const worker: ThrottledWorker = bed.worker('rate-late', startRecorder(starts, (job) => (job.name === 'hold' ? 300 : 0)), {
+      concurrency: 4, leaseMs: 20, throttles: [Throttle.named('hourly').key([Key.data('c')]).whenKeyMissing(Missing.Unthrottled).rate(1, '1h')],
+    });
+    await waitFor(async () => (await queue.getCompletedCount()) === 4, 15_000, 'every job completed');
+    expect(worker.startDeadline.putBack).toBeGreaterThanOrEqual(1);
+    expect(starts).toHaveLength(4);
   });
 
   it('a job put back for starting late goes first again, ahead of the jobs held while it was out, and at once', async () => {

@@ -25,6 +25,11 @@ export interface ReturnedGrant {
   readonly count: number;
   /** The windows (ms) it was counted in. A rate keeps returned tokens counted (lua/includes/rateCounter.lua). */
   readonly windows: readonly number[];
+  /**
+   * The bucket's rate TAT (us) the grant read and the one it wrote: the grant is undone while it is the rate's
+   * latest (an exact job put back for starting late, lua/includes/rateCounter.lua's undoRateGrant).
+   */
+  readonly rate?: { readonly beforeUs: number; readonly afterUs: number };
 }
 
 export interface ReturnTokensInput {
@@ -40,7 +45,7 @@ export interface ReturnTokensReply {
   returned: boolean[];
 }
 
-/** KEYS (the returned-sets, window counters, each named once) and ARGV for these grants. */
+/** KEYS (the returned-sets, window counters and rates, each named once) and ARGV for these grants. */
 export function returnTokensCall(input: ReturnTokensInput) {
   const { keys, grants } = input;
   const keyIndex = new Map<string, number>();
@@ -58,6 +63,8 @@ export function returnTokensCall(input: ReturnTokensInput) {
   for (const grant of grants) {
     args.push(indexOf(keys.returnedTokens(grant.name)), grant.nonce, grant.grantUs, grant.leaseMs, grant.count, grant.windows.length);
     for (const windowMs of grant.windows) args.push(indexOf(keys.windowCounter(grant.name, grant.bucket, windowMs)), windowMs);
+    if (grant.rate) args.push(indexOf(keys.rateCounter(grant.name, grant.bucket)), grant.rate.beforeUs, grant.rate.afterUs);
+    else args.push(0);
   }
   return variableCall(returnTokensScript, callKeys, args);
 }

@@ -151,7 +151,7 @@ export class StartDeadlines {
     this.sweep(sentAt);
     // Only a window (counting for W + h) or a rate granted with a lease (its rh) needs the deadline: a job counted
     // by neither (a concurrency, a rate without a lease, no throttle) gains nothing from it, and putting it back
-    // would waste a rate's token (rates keep what they grant). A job counted with another lease than h (a rate's
+    // could waste a rate's token (a rate keeps what it granted unless it is its latest grant). A job counted with another lease than h (a rate's
     // shorter one, the longer one of buckets far from full) has its deadline first ("<D>#"), and must start within that.
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
