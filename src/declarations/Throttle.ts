@@ -90,7 +90,10 @@ export class Throttle {
   /**
    * A token bucket: on average `n` deliveries per `per`, at most `burst` (default 1: evenly spaced) at once.
    * An idle bucket admits `burst` together, then one every per / n; in any window of length t at most
-   * burst + n * t / per deliveries go.
+   * burst + n * t / per deliveries go, counted where processors start: a processor may start up to its start
+   * deadline H after its grant, so the rate is granted H short of its burst, and where the burst covers less
+   * than 10 ms of H (burst 1 faster than 5 per second) grants go per / n + 10 ms apart, less what it covers:
+   * `rate(100, '1s')` runs at 50 per second, `rate(100, '1s', { burst: 2 })` at 100 (docs/getting-started.md).
    *
    * @example
    * Throttle.named('sendgrid').rate(500, '1s', { burst: 50 });
