@@ -5,7 +5,7 @@ const perCustomer = Throttle.named('stripe-per-customer').key([Key.data('custome
 describe('mergeDeclarations', () => {
   it('a single declaration is itself', () => {
     const merged = mergeDeclarations([Throttle.named('stripe').limit(100, '1s')]);
-    expect(merged).toEqual({ name: 'stripe', limits: [{ max: 100, windowMs: 1000 }], keyParts: undefined, missing: Missing.SharedBucket, rateLeaseMs: 0, declarations: 1 });
+    expect(merged).toEqual({ name: 'stripe', limits: [{ max: 100, windowMs: 1000 }], keyParts: undefined, missing: Missing.SharedBucket, rateLeaseMs: 0, rateLeasedMs: 0, declarations: 1 });
   });
 
   it('every declared limit applies', () => {
