@@ -3,8 +3,8 @@
   describes, with the room of each bucket asked of a room source the including script chose first:
     includes/exactRoom    the buckets' window counters, counted in this script (exact delivery)
     includes/leasedRoom   tokens leased from the throttle namespace's grantor, spent here (leased delivery)
-  A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle is not known, the class is
-  stale), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
+  A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle's limits are not known, the
+  class waits a second, checkBuckets), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
   fresh, jobId, cost), noteBlocked(member,
   order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at) and saveRoom(); and comingRoom: nil, or { soon(source, cost) (no room for cost, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
@@ -94,12 +94,17 @@ local waitingOn = {}
 local someWaiting
 
 -- true and the buckets when every one has room, or nil and the bucket to wait on (with when it has
--- room; the one whose room comes last), or 'stale'.
+-- room; the one whose room comes last), or 'stale' (checkClass: a class of an older generation).
+-- A throttle whose limits are not there (its node lost them and nobody has published them again yet, or no
+-- live worker declares it any more) holds the class as a full bucket would, looked at again a second later:
+-- the workers publish the limits again with their next registration, and a class whose throttles changed
+-- meanwhile is then of an older generation (stale, reclaimed). Such a class marked stale while its generation
+-- was still current was left in no list at all, its jobs held for good.
 local function checkBuckets(buckets)
   local fullBucket, fullAtUs = nil, 0
   for i = 1, #buckets do
     local source = roomSource(buckets[i])
-    if source == nil then return 'stale' end
+    if source == nil then return nil, buckets[i], now + 1000000 end
     local roomAt = roomReturnsAtUs(source, buckets[i].cost)
     if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
   end
