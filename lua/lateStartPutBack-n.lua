@@ -5,13 +5,19 @@
   delivered again, and the classes waiting on its buckets look again now (the job, back in wait, is delivered
   once it is classified; the tokens it was counted in were given back by lua/returnTokens-n.lua). It runs once
   the job is back in wait, marked to go first there (lua/markPutBack-2.lua). Every key is in the queue's slot.
+  In leased delivery the spend also leaves the queue's history (includes/leasedRoom: <queueBase>:h:<W>/<bucket
+  id>, W the throttle's longest window as its :stats says, as the delivery script read it): the job never
+  started, and a grantor that lost its counts would count it again from there for W (its tokens were given
+  back to the grantor already). Exact delivery keeps no history: there is none to take it from.
 
   Input:
     KEYS[1] the queue's wakeups (ZSET bucket id -> us)   KEYS[2] its lease-room (HASH bucket id -> us)
     KEYS[3] bullmq's marker of the queue
     KEYS[4..] for each bucket of the job, the queue's :stats and :recent of the bucket's throttle
-    ARGV[1] the delivery script's Redis time in ms (the slot of :recent it was noted in)
-    ARGV[2..] for each bucket, its id ("<encoded name>=<bucket segment>"), in the order of KEYS[4..]
+    ARGV[1] the delivery script's Redis time in us (the slot of :recent it was noted in, the history's spend)
+    ARGV[2] the queue's base of our keys (<prefix>:<queue>::throttle)
+    ARGV[3..] for each bucket, its id ("<encoded name>=<bucket segment>") and the units the job spent there,
+    in the order of KEYS[4..]
     (test builds read one more trailing ARGV, a clock offset in ms: the buckets are counted from KEYS)
 
   Output: the number of buckets woken
@@ -21,13 +27,19 @@ local rcall = redis.call
 --- @include "includes/nowUs"
 --- @include "includes/intArg"
 --- @include "includes/wakeBucket"
+--- @include "includes/windowCounter"
+--- @include "includes/schedulerKeys"
 
-local grantMs = tonumber(ARGV[1])
-local nowArg = intArg(nowUs())
+local grantUs = tonumber(ARGV[1])
+local grantMs = math.floor(grantUs / 1000)
+local queueBase = ARGV[2]
+local now = nowUs()
+local nowArg = intArg(now)
 local woken = 0
-for i = 2, 1 + (#KEYS - 3) / 2 do
-  local statsKey = KEYS[2 + 2 * (i - 1)]
-  local recentKey = KEYS[3 + 2 * (i - 1)]
+for i = 1, (#KEYS - 3) / 2 do
+  local statsKey = KEYS[2 + 2 * i]
+  local recentKey = KEYS[3 + 2 * i]
+  local bucketId, units = ARGV[1 + 2 * i], tonumber(ARGV[2 + 2 * i])
   -- Keys that lapsed or were never written (a throttle without a longest window yet) have nothing to take back.
   if tonumber(rcall('HGET', statsKey, 'delivered') or 0) > 0 then rcall('HINCRBY', statsKey, 'delivered', -1) end
   local longest = tonumber(rcall('HGET', statsKey, 'longest'))
@@ -35,7 +47,14 @@ for i = 2, 1 + (#KEYS - 3) / 2 do
     local slot = intArg(math.floor(grantMs / math.max(1, math.floor(longest / 60))))
     if tonumber(rcall('HGET', recentKey, slot) or 0) > 0 then rcall('HINCRBY', recentKey, slot, -1) end
   end
-  if wakeBucket(KEYS[1], KEYS[2], ARGV[i], nowArg) then woken = woken + 1 end
+  -- includes/leasedRoom's longestOf: the delivery script read the same field, 60 s where it was not written.
+  local history = historyKey(queueBase, longest or 60000, bucketId)
+  if rcall('EXISTS', history) == 1 then
+    local counter = loadCounter(history, 1e15, longest or 60000, now)
+    removeTokens(counter, grantUs, 0, now, units)
+    saveCounter(counter)
+  end
+  if wakeBucket(KEYS[1], KEYS[2], bucketId, nowArg) then woken = woken + 1 end
 end
 if woken > 0 then rcall('ZADD', KEYS[3], 0, '0') end
 return woken

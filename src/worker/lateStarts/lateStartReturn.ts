@@ -53,7 +53,7 @@ export async function giveBack(context: PutBackContext, late: LateDelivery): Pro
 
 /**
  * Once the job is back in wait: its delivery stops counting in the queue's statistics (it counts once more when
- * it is delivered again) and the classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the
+ * it is delivered again) and in a leased queue's history (a grantor that lost its counts would count it again), and the classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the
  * queue's slot). Logged, never thrown: a failure leaves a statistic one too high and a class waiting until its
  * own wakeup.
  */
@@ -64,10 +64,10 @@ export async function notePutBack(context: PutBackContext, late: LateDelivery): 
   const queue = context.queue();
   const { keys } = queue;
   await runLateStartPutBack(runner, {
-    wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: queue.marker(), deliveredAtMs: Math.floor(late.grantUs / 1000),
+    wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: queue.marker(), deliveredAtUs: late.grantUs, queueBase: keys.base,
     buckets: buckets.map((b) => {
       const stats = keys.throttleStats(b.name);
-      return { bucketId: b.bucketId, stats: stats.stats, recent: stats.recent };
+      return { bucketId: b.bucketId, units: b.cost, stats: stats.stats, recent: stats.recent };
     }),
   }).catch((error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId: late.jobId, err: error }, 'could not note a job put back for starting late');
