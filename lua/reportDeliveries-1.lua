@@ -13,8 +13,10 @@
     KEYS[1]  the namespace's registry version key (it names the slot)
     ARGV[1]  the namespace's throttle key prefix   ARGV[2] the worker's id   ARGV[3] the gather's epoch
     ARGV[4]  '1' when the worker tells what it delivered, '0' when it cannot
-    ARGV[5]  "<encoded throttle>:<longest ms>,..." the worker declares
-    ARGV[6]  P, then P pairs: a worker it saw alive, and the same list for it
+    ARGV[5]  the longest lease (ms) those deliveries were counted with: they count again at least that long, the
+             record's hmax or this, whichever is longer (the record may have lost a longer hmax with the counts)
+    ARGV[6]  "<encoded throttle>:<longest ms>,..." the worker declares
+    ARGV[7]  P, then P pairs: a worker it saw alive, and the same list for it
     then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
@@ -35,11 +37,11 @@ local now = nowUs()
 local recordKey = throttlePrefix .. ':grantor'
 local fields = rcall('HMGET', recordKey, 'hold', 'gathering', 'hmax')
 if fields[1] ~= 'gather' or fields[2] ~= epoch then return { now, 0, 0 } end
-local hmaxUs = (tonumber(fields[3]) or 0) * 1000
+local hmaxUs = math.max(tonumber(fields[3]) or 0, tonumber(ARGV[5]) or 0) * 1000
 local expectedKey, reportedKey = recordKey .. ':expected', recordKey .. ':reported'
-rcall('HSETNX', expectedKey, workerId, ARGV[5])
-local at = 7
-for _ = 1, tonumber(ARGV[6]) do
+rcall('HSETNX', expectedKey, workerId, ARGV[6])
+local at = 8
+for _ = 1, tonumber(ARGV[7]) do
   rcall('HSETNX', expectedKey, ARGV[at], ARGV[at + 1])
   at = at + 2
 end

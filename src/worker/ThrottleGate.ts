@@ -394,7 +394,7 @@ export class ThrottleGate implements Gate {
     if (this.delivery!.mode === 'exact') {
       const repliedAt = performance.now();
       if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets, repliedAt);
-      this.recovery.delivered(reply.tickets, repliedAt);
+      this.recovery.delivered(reply.tickets, repliedAt, hMs);
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }

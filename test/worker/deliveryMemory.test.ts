@@ -31,6 +31,18 @@ describe('DeliveryMemory', () => {
     expect(memory.report('', 1_500).buckets).toHaveLength(0);
   });
 
+  it('reports the longest lease its deliveries were counted with: a bucket far from full\'s, or the call\'s h', () => {
+    const memory = new DeliveryMemory('me');
+    expect(memory.report('', 0).leaseMs).toBe(0);
+    memory.noteDeliveries(['api=-$1@1000'], 0, 20);
+    expect(memory.report('', 10).leaseMs).toBe(20);
+    memory.noteDeliveries(['api=-$1@60000~250*1:2'], 10, 20);
+    expect(memory.report('', 20).leaseMs).toBe(250);
+    // Never lowered: the node's record of it may be gone with the counts.
+    memory.noteDeliveries(['api=-$1@1000'], 30, 15);
+    expect(memory.report('', 40).leaseMs).toBe(250);
+  });
+
   it('forgets what left the longest window', () => {
     const memory = new DeliveryMemory('me');
     memory.noteDeliveries(['api=-$1@1000'], 0);

@@ -29,6 +29,8 @@ export interface ReportDeliveriesInput {
   readonly peers: readonly (readonly [string, string])[];
   /** What it delivered lately, per bucket; null when it cannot tell (ARGV[4] '0'). */
   readonly history: BucketHistory | null;
+  /** The longest lease (ms) those deliveries were counted with: they are counted again at least that long. */
+  readonly leaseMs: number;
 }
 
 export interface ReportDeliveriesReply {
@@ -40,7 +42,7 @@ export interface ReportDeliveriesReply {
 
 export function runReportDeliveries(runner: ScriptRunner, input: ReportDeliveriesInput): Promise<ReportDeliveriesReply> {
   const tells = input.history !== null;
-  const args: ScriptArg[] = [input.throttlePrefix, input.workerId, input.epoch, tells ? '1' : '0', input.declared, input.peers.length];
+  const args: ScriptArg[] = [input.throttlePrefix, input.workerId, input.epoch, tells ? '1' : '0', input.leaseMs, input.declared, input.peers.length];
   for (const [id, declared] of input.peers) args.push(id, declared);
   pushBucketHistory(args, input.history ?? []);
   return sendCall(runner, fixedCall(reportDeliveriesScript, { slot: input.slot }, args)).then((raw) => {

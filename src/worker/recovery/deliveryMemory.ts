@@ -17,7 +17,7 @@ const SWEEP_EVERY = 10_000;
 /** Tickets kept parsed (cleared when full). */
 const PARSED_TICKETS = 4_096;
 
-interface TicketWindows { readonly bucketId: string; readonly longestMs: number; readonly cost: number }
+interface TicketWindows { readonly bucketId: string; readonly longestMs: number; readonly cost: number; readonly leaseMs?: number }
 
 interface BucketMemory {
   readonly longestMs: number;
@@ -34,6 +34,8 @@ export interface DeliveryReport {
   readonly peers: readonly (readonly [string, string])[];
   /** Per bucket id: (agoUs, count) pairs. */
   readonly buckets: readonly (readonly [string, readonly (readonly [number, number])[]])[];
+  /** The longest lease (ms) any of them was counted with: the recount holds them at least that long. */
+  readonly leaseMs: number;
 }
 
 /** "<encoded throttle>:<longest ms>,..." for declarations: what holds if their worker never tells (includes/grantorRecovery). */
@@ -59,17 +61,25 @@ export class DeliveryMemory {
   private overflowed = false;
   private sinceSweep = 0;
   private slotCount = 0;
+  /**
+   * The longest lease (ms) a remembered delivery was counted with: h, or a bucket's longer lease far from full
+   * ("~<L>", lua/includes/exactRoom.lua). Never lowered (at most 250 ms): the node's record of it (hmax) may be
+   * lost with the counts (a snapshot saved before it was written), and a recount with a shorter lease would let
+   * the next deliveries start before these left every window.
+   */
+  private longestLeaseMs = 0;
 
   constructor(private readonly workerId: string) {}
 
-  /** A delivery call's tickets (TakeReply.tickets, exact delivery): each job's buckets, costs and windows. */
-  noteDeliveries(tickets: readonly string[], now: number = performance.now()): void {
+  /** A delivery call's tickets (TakeReply.tickets, exact delivery): each job's buckets, costs and windows; hMs: the call's h. */
+  noteDeliveries(tickets: readonly string[], now: number = performance.now(), hMs = 0): void {
     if (this.overflowed) return;
     for (const ticket of tickets) {
       if (!ticket) continue;
-      for (const { bucketId, longestMs, cost } of this.parsed(ticket)) {
+      for (const { bucketId, longestMs, cost, leaseMs } of this.parsed(ticket)) {
         this.note(bucketId, longestMs, cost, now);
         if (this.overflowed) return;
+        this.longestLeaseMs = Math.max(this.longestLeaseMs, leaseMs ?? hMs);
       }
     }
     this.sinceSweep += tickets.length;
@@ -81,11 +91,10 @@ export class DeliveryMemory {
     const known = this.parsedTickets.get(ticket);
     if (known) return known;
     // A rate's state is not counted again from memory (it holds until a burst can fill: includes/recoveryHold),
-    // so only the buckets a window counted; the deadline says nothing of them (a longer lease is in the record's
-    // hmax, which the recount holds for).
+    // so only the buckets a window counted; the deadline says nothing of them (their lease does: longestLeaseMs).
     const parts = bucketsOfTicket(deadlineOf(ticket).buckets)
       .filter((b) => b.windows.length > 0)
-      .map((b) => ({ bucketId: b.bucketId, longestMs: Math.max(...b.windows), cost: b.cost }));
+      .map((b) => ({ bucketId: b.bucketId, longestMs: Math.max(...b.windows), cost: b.cost, ...(b.leaseMs ? { leaseMs: b.leaseMs } : {}) }));
     if (this.parsedTickets.size >= PARSED_TICKETS) this.parsedTickets.clear();
     this.parsedTickets.set(ticket, parts);
     return parts;
@@ -129,7 +138,7 @@ export class DeliveryMemory {
       buckets.push([bucketId, [...memory.slots].map(([start, count]) => [Math.max(0, Math.floor((now - start - memory.slotMs) * 1000)), count])]);
     }
     const peers = [...this.peers].filter(([, peer]) => now - peer.seenAt <= peer.longestMs).map(([id, peer]) => [id, peer.declared] as const);
-    return { declared, peers, buckets };
+    return { declared, peers, buckets, leaseMs: this.longestLeaseMs };
   }
 
   /**

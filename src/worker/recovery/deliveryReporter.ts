@@ -50,7 +50,7 @@ export class DeliveryReporter {
     const report = this.memory.report(this.declared);
     const reply = await runReportDeliveries(runner, {
       slot: keys.registryVersion, throttlePrefix: keys.throttlePrefix, workerId: this.workerId, epoch: gathering,
-      declared: report.declared, peers: report.peers, history: tells ? report.buckets : null,
+      declared: report.declared, peers: report.peers, history: tells ? report.buckets : null, leaseMs: report.leaseMs,
     });
     this.reportedEpoch = gathering;
     if (!tells) {

@@ -54,9 +54,9 @@ export class NamespaceRecovery {
     return this.memory.queuesSeen();
   }
 
-  /** An exact delivery call's tickets: what it delivered. */
-  delivered(tickets: readonly string[] | undefined, repliedAt?: number): void {
-    if (tickets) this.memory.noteDeliveries(tickets, repliedAt);
+  /** An exact delivery call's tickets: what it delivered, counted with the call's h (hMs) unless a ticket says longer. */
+  delivered(tickets: readonly string[] | undefined, repliedAt?: number, hMs = 0): void {
+    if (tickets) this.memory.noteDeliveries(tickets, repliedAt, hMs);
   }
 
   /** A delivery put back for starting late (its tokens given back): the memory no longer vouches for it. */
