@@ -5,7 +5,7 @@
   delivered again, and the classes waiting on its buckets look again now (the job, back in wait, is delivered
   once it is classified; the tokens it was counted in were given back by lua/returnTokens-n.lua). It runs once
   the job is back in wait, marked to go first there (lua/markPutBack-2.lua). Every key is in the queue's slot.
-  In leased delivery the spend also leaves the queue's history (includes/leasedRoom: <queueBase>:h:<W>/<bucket
+  In leased delivery the spend also leaves the queue's history (includes/queueHistory: <queueBase>:h:<W>/<bucket
   id>, W the throttle's longest window as its :stats says, as the delivery script read it): the job never
   started, and a grantor that lost its counts would count it again from there for W (its tokens were given
   back to the grantor already). Exact delivery keeps no history: there is none to take it from.
@@ -28,7 +28,7 @@ local rcall = redis.call
 --- @include "includes/intArg"
 --- @include "includes/wakeBucket"
 --- @include "includes/windowCounter"
---- @include "includes/schedulerKeys"
+--- @include "includes/queueHistory"
 
 local grantUs = tonumber(ARGV[1])
 local grantMs = math.floor(grantUs / 1000)
@@ -48,7 +48,7 @@ for i = 1, (#KEYS - 3) / 2 do
     if tonumber(rcall('HGET', recentKey, slot) or 0) > 0 then rcall('HINCRBY', recentKey, slot, -1) end
   end
   -- includes/leasedRoom's longestOf: the delivery script read the same field, 60 s where it was not written.
-  local history = historyKey(queueBase, longest or 60000, bucketId)
+  local history = queueHistory.key(queueBase, longest or 60000, bucketId)
   if rcall('EXISTS', history) == 1 then
     local counter = loadCounter(history, 1e15, longest or 60000, now)
     removeTokens(counter, grantUs, 0, now, units)

@@ -22,7 +22,16 @@ local rcall = redis.call
 --- @include "includes/windowCounter"
 --- @include "includes/returnedSet"
 --- @include "includes/intArg"
---- @include "includes/rateCounter"
+
+-- The rate grant that moved a bucket's TAT from beforeUs to afterUs is undone while it is the latest (the stored
+-- TAT is the one it wrote; includes/rateCounter's header says why that is safe): true when undone. The key keeps
+-- its expiry, which the undone grant set later. (Here rather than in rateCounter: every script that includes
+-- that would pay a local, and the delivery scripts' main chunk is near Lua's 200.)
+local function undoRateGrant(key, beforeUs, afterUs)
+  if tonumber(rcall('GET', key)) ~= afterUs then return false end
+  rcall('SET', key, intArg(beforeUs), 'KEEPTTL')
+  return true
+end
 
 local now = nowUs()
 local counters = {}

@@ -54,9 +54,9 @@ local inFlightJobs = {}
 -- that a job whose processor would start too late can give it back (src/worker/lateStarts/startDeadlines.ts): per bucket
 -- "<bucket id>$<cost>@<window ms>,...", joined by '|', every bucket the job was noted in (lua/lateStartPutBack-n
 -- takes the notes back), the windows empty where none counted it, and for a bucket with a rate "*<TAT its grant
--- read>:<TAT it wrote>" at the end (a late job's grant is undone while it is the latest: includes/rateCounter's
--- undoRateGrant); '' when no window and no rate with a lease counted the job (it has no deadline). A rate
--- granted with lease H (its rh, includes/rateCounter) keeps its
+-- read>:<TAT it wrote>" at the end (a late job's grant is undone while it is the latest: lua/returnTokens-n.lua);
+-- '' when no window and no rate with a lease counted the job (it has no deadline). A rate granted with lease H
+-- (its rh, includes/rateCounter) keeps its
 -- invariant only for tokens spent within H of their grant: when H is shorter than the call's h, the ticket
 -- starts "<H ms>#" (the job's deadline; '#' never occurs in a bucket id). Rates keep what they granted
 -- but the latest grant (includes/rateCounter says why), and concurrency returns as the job ends.

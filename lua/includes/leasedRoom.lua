@@ -58,6 +58,7 @@
   Needs includes/schedulerKeys, includes/intArg and includes/throttleStatsNotes.
 ]]
 --- @include "windowCounter"
+--- @include "queueHistory"
 
 
 local leasedContext
@@ -256,7 +257,7 @@ local function spendRoom(pool, fresh, jobId, cost)
   local history = histories[pool.bucket.id]
   if history == nil then
     local longest = longestOf(pool.bucket.name)
-    history = loadCounter(historyKey(leasedContext.queueBase, longest, pool.bucket.id), HISTORY_MAX, longest, leasedContext.now)
+    history = loadCounter(queueHistory.key(leasedContext.queueBase, longest, pool.bucket.id), HISTORY_MAX, longest, leasedContext.now)
     histories[pool.bucket.id] = history
   end
   addTokens(history, cost, 0)

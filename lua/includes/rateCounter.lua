@@ -34,7 +34,7 @@
   A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
   whether its T was absorbed by an idle moment since (then taking it off would let more through than the
   rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
-  One exception (undoRateGrant): a job put back for starting late whose grant is still the bucket's latest (the
+  One exception (lua/returnTokens-n.lua): a job put back for starting late whose grant is still the bucket's latest (the
   stored TAT is the one its grant wrote: no grant came after, and every grant moves TAT) puts back the TAT its
   grant read. The bucket is then exactly as if that grant had never been made, and its tokens were never spent:
   the proof above holds for the grants left. Exact delivery's tickets carry both TATs (includes/exactRoom).
@@ -43,7 +43,7 @@
   The including script defines rcall and includes intArg.
 ]]
 --- @include "bucketIndexes"
-local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate, undoRateGrant
+local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate
 do
 -- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs, leaseMs }.
 function rateOf(text, leaseMs)
@@ -106,12 +106,5 @@ function saveRate(counter)
       if roomAt > 0 then bucketIndexes.note(counter.statsBase, ':full', counter.bucket, math.ceil(roomAt / 1000)) end
     end
   end
-end
--- The grant that moved the bucket's TAT from beforeUs to afterUs is undone if it is still the latest (the header
--- says why that is safe): true when undone. The key keeps its expiry, which the undone grant set later.
-function undoRateGrant(key, beforeUs, afterUs)
-  if tonumber(rcall('GET', key)) ~= afterUs then return false end
-  rcall('SET', key, intArg(beforeUs), 'KEEPTTL')
-  return true
 end
 end -- of the block that keeps the helpers local

@@ -19,11 +19,6 @@ local function waitersKey(queueBase, bucketId)
   return queueBase .. ':w:' .. bucketId
 end
 
--- A leased queue's record of what it spent of one bucket, for its throttle's longest window (includes/leasedRoom).
-local function historyKey(queueBase, windowMs, bucketId)
-  return queueBase .. ':h:' .. windowMs .. '/' .. bucketId
-end
-
 -- Every key of one throttle starts with this (its counters, limits and bucket indexes); throttlePrefix
 -- ends with the namespace's hash tag, so every throttle of a namespace is in one slot.
 local function throttleBase(throttlePrefix, encodedName)

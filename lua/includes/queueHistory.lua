@@ -1,0 +1,13 @@
+--[[
+  A leased queue's history: what it spent of each bucket, for its throttle's longest window W, as a window
+  counter (includes/windowCounter) in the queue's slot, so that a grantor that lost its counts can count them
+  again (lua/reportQueueHistory-1.lua). Written by includes/leasedRoom as tokens are spent, taken back by
+  lua/lateStartPutBack-n.lua for a job that did not start. One table: the delivery scripts' main chunk is near
+  Lua's 200 locals.
+]]
+local queueHistory = {}
+
+-- <queueBase>:h:<W>/<bucket id>
+function queueHistory.key(queueBase, windowMs, bucketId)
+  return queueBase .. ':h:' .. windowMs .. '/' .. bucketId
+end
