@@ -40,8 +40,8 @@ export function markPutBack(context: PutBackContext, jobId: string, start: PutBa
  * What the job was counted in goes back (Delivery.giveBackLate: the counters' windows in exact delivery, the
  * grantor's grants in leased), so that putting it back costs its buckets nothing (without this, a limit of 3 per
  * hour would lose an hour's room to a job that never ran); a rate takes back only its latest grant
- * (lua/returnTokens-n.lua's undoRateGrant), and concurrency returns as the job ends. A return that fails only wastes room until the
- * tokens expire (never lets more through), and is logged; this never throws.
+ * (lua/returnTokens-n.lua's undoRateGrant), and concurrency returns as the job ends. A return that fails only
+ * wastes room until the tokens expire (never lets more through), and is logged; this never throws.
  */
 export async function giveBack(context: PutBackContext, late: LateDelivery): Promise<void> {
   const delivery = context.delivery();
@@ -53,9 +53,10 @@ export async function giveBack(context: PutBackContext, late: LateDelivery): Pro
 
 /**
  * Once the job is back in wait: its delivery stops counting in the queue's statistics (it counts once more when
- * it is delivered again) and in a leased queue's history (a grantor that lost its counts would count it again), and the classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the
- * queue's slot). Logged, never thrown: a failure leaves a statistic one too high and a class waiting until its
- * own wakeup.
+ * it is delivered again) and in a leased queue's history (a grantor that lost its counts would count it again),
+ * and the classes waiting on its buckets look again (lua/lateStartPutBack-n.lua, in the queue's slot). Logged,
+ * never thrown: a failure leaves a statistic one too high (or a spend in the history) and a class waiting until
+ * its own wakeup.
  */
 export async function notePutBack(context: PutBackContext, late: LateDelivery): Promise<void> {
   const runner = context.runner();
