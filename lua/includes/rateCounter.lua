@@ -34,9 +34,9 @@
   A token given back (never spent: returnTokens, returnLeasedTokens) stays counted here: TAT alone cannot say
   whether its T was absorbed by an idle moment since (then taking it off would let more through than the
   rate). So a return wastes a rate's allowance, never adds to it; window counters do take returns back.
-  One exception (lua/returnTokens-n.lua): a job put back for starting late whose grant is still the bucket's latest (the
-  stored TAT is the one its grant wrote: no grant came after, and every grant moves TAT) puts back the TAT its
-  grant read. The bucket is then exactly as if that grant had never been made, and its tokens were never spent:
+  One exception (lua/returnTokens-n.lua): a job put back for starting late whose grant is still the bucket's
+  latest (the stored TAT is the one its grant wrote: no grant came after, and every grant moves TAT) puts back
+  the TAT its grant read. The bucket is then exactly as if that grant had never been made, and its tokens were never spent:
   the proof above holds for the grants left. Exact delivery's tickets carry both TATs (includes/exactRoom).
   A rate with a statsBase (and bucket: the counter's statsBase, bucket) keeps its throttle's indexes
   (includes/bucketIndexes): active until its key expires, full until room for one more returns.
