@@ -59,7 +59,23 @@ describe('resilience', () => {
       await server.stop();
       await new Promise((r) => setTimeout(r, 500));
       restarted = await startLocalRedisServer({ port: server.port, dir, args: durable });
-      await waitFor(() => new Set(processed).size === 30, 30_000, 'every job after the restart');
+      await waitFor(() => new Set(processed).size === 30, 30_000, 'every job after the restart').catch(async (error: unknown) => {
+        // Seen once, in a CI rehearsal's bullmq 5.81.5 line on a loaded machine (4.2-4.7 s here, alone or beside
+        // three busy loops): what the namespace and the queue said then.
+        const peek = new IORedis(restarted!.url);
+        const keys = new ThrottleKeys('resilience');
+        const q = keys.queue('restart');
+        const seen = {
+          processed: new Set(processed).size, counts: await queue.getJobCounts(), startDeadline: worker.startDeadline,
+          record: await peek.hgetall(keys.grantorRecord), holds: await peek.hgetall(keys.grantorHolds),
+          state: await peek.hgetall(q.state), stale: await peek.smembers(q.stale), ready: await peek.zrange(q.readyClasses, '0', '-1', 'WITHSCORES'),
+          wakeups: await peek.zrange(q.wakeups, '0', '-1', 'WITHSCORES'), redisTime: await peek.time(),
+          logs: lines.filter((l) => l.level >= 30).map((l) => l.msg).slice(-30),
+        };
+        peek.disconnect();
+        process.stderr.write(`restart mid-run, stalled: ${JSON.stringify(seen)}\n`);
+        throw error;
+      });
       await new Promise((r) => setTimeout(r, 300));
       // At-least-once as bullmq: a job in flight at the crash may run again; none is lost.
       expect(new Set(processed).size).toBe(30);
