@@ -104,7 +104,7 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
-  it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends nothing back, and starts stay within the limit', async () => {
+  it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends next to nothing back, and starts stay within the limit', async () => {
     const queue = bed.queue('roomy');
     await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));
     const starts: Start[] = [];
