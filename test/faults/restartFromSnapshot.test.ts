@@ -12,6 +12,11 @@ import { nowMs } from '../support/processorStart';
  * of the deliveries the processors received, the forgotten ones included.
  */
 
+/** The namespace node identity the worker last saw recorded ('' for none): what its calls send. */
+function knownNodeId(worker: ThrottledWorker): string {
+  return (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate.recovery.knownNodeId;
+}
+
 describe('a Redis restarted from an older snapshot', () => {
   let redis: SnapshotRedis;
   beforeEach(() => { redis = new SnapshotRedis(); });
@@ -95,15 +100,14 @@ describe('a Redis restarted from an older snapshot', () => {
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'a', data: { i } })));
       await waitFor(() => starts.length === N, 10_000, 'the first burst');
       // The worker reads the identity the first delivery recorded (right after it, or on a heartbeat).
-      const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
-      await waitFor(() => gate.recovery.knownNodeId !== '', 5_000, 'the worker to know the namespace\'s node');
+      await waitFor(() => knownNodeId(worker) !== '', 5_000, 'the worker to know the namespace\'s node');
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
       await waitFor(() => starts.length === 2 * N, 20_000, 'the second burst').catch(async (error: unknown) => {
         // Seen twice under the full suite's load, never alone: what the namespace's record and holds said then.
         const keys = new ThrottleKeys('bull');
         const seen = {
-          starts: starts.length, counts: await queue.getJobCounts(), knownNodeId: gate.recovery.knownNodeId, startDeadline: worker.startDeadline,
+          starts: starts.length, counts: await queue.getJobCounts(), knownNodeId: knownNodeId(worker), startDeadline: worker.startDeadline,
           record: await admin.hgetall(keys.grantorRecord), holds: await admin.hgetall(keys.grantorHolds),
           redisTime: await admin.time(),
           wakeups: await admin.zrange(keys.queue('early').wakeups, '0', '-1', 'WITHSCORES'),
@@ -153,8 +157,7 @@ describe('a Redis restarted from an older snapshot', () => {
       await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'a', data: { i } })));
       await waitFor(() => starts.length === 5, 10_000, 'the first 5');
       expect(await admin.hget(new ThrottleKeys('bull').grantorRecord, 'hmax')).toBe('250');
-      const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
-      await waitFor(() => gate.recovery.knownNodeId !== '', 5_000, 'the worker to know the namespace\'s node');
+      await waitFor(() => knownNodeId(worker) !== '', 5_000, 'the worker to know the namespace\'s node');
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
       await waitFor(() => starts.length === 5 + N, 20_000, 'the next 20');
@@ -177,8 +180,7 @@ describe('a Redis restarted from an older snapshot', () => {
     try {
       await worker.waitUntilReady();
       await queue.add('a', {});
-      const gate = (worker as unknown as { gate: { recovery: { knownNodeId: string } } }).gate;
-      await waitFor(() => gate.recovery.knownNodeId !== '', 2_000, 'the worker to know the namespace\'s node');
+      await waitFor(() => knownNodeId(worker) !== '', 2_000, 'the worker to know the namespace\'s node');
     } finally {
       await worker.close();
       await queue.close();
