@@ -64,7 +64,7 @@ at = at + 1
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false, ARGV[7])
-local gather = gatherState(throttlePrefix, nowMs, queueId)
+local gather = grantorGather.state(throttlePrefix, nowMs, queueId)
 if gather then
   local reply = { now, gather == 'report' and 1 or 2 }
   for _ = 1, deliveries do

@@ -16,7 +16,8 @@
     ARGV[5]  the longest lease (ms) those deliveries were counted with: they count again at least that long, the
              record's hmax or this, whichever is longer (the record may have lost a longer hmax with the counts)
     ARGV[6]  "<encoded throttle>:<longest ms>,..." the worker declares
-    ARGV[7]  P, then P pairs: a worker it saw alive, and the same list for it
+    ARGV[7]  P, then P pairs: a worker it saw alive (its id) or a leased queue (prefix:queue), and the same list
+             for it
     then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
@@ -31,6 +32,8 @@ local rcall = redis.call
 --- @include "includes/windowCounter"
 --- @include "includes/bucketCounters"
 --- @include "includes/countAgain"
+--- @include "includes/nodeIdentity"
+--- @include "includes/grantorRecovery"
 
 local throttlePrefix, workerId, epoch = ARGV[1], ARGV[2], ARGV[3]
 local now = nowUs()
@@ -50,11 +53,8 @@ if ARGV[4] == '1' and rcall('SADD', reportedKey, workerId) == 1 then
   counted = countAgain(throttlePrefix, at, now, hmaxUs)
   saveBucketCounters()
 end
--- Ended already (bucketCounters looked at a gather past its time), or every expected worker has told now.
+-- Ended already (bucketCounters looked at a gather past its time), or every one expected has told now.
 if rcall('HGET', recordKey, 'gathering') ~= epoch then return { now, counted, 2 } end
-local expected = rcall('HKEYS', expectedKey)
-for _, id in ipairs(expected) do
-  if rcall('SISMEMBER', reportedKey, id) == 0 then return { now, counted, 1 } end
-end
+if not grantorGather.complete(throttlePrefix, math.floor(now / 1000)) then return { now, counted, 1 } end
 rcall('HSET', recordKey, 'gathering', '')
 return { now, counted, 2 }

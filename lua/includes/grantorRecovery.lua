@@ -1,40 +1,41 @@
 --[[
   What the namespace's grantor does when it notices it is a new node (includes/nodeIdentity: a restart, or
   a replica promoted): rules 3 and 4 of leases, with Redis in the grantor's role. Its counters may lack
-  deliveries counted just before, so it grants nothing until
+  deliveries counted just before: a snapshot older than them was loaded, or the replica had not received them.
+  Those deliveries happened, and the ones who made them remember: each exact worker what it delivered (src/
+  worker/recovery/deliveryMemory.ts), each leased queue what it spent, in its own slot (includes/queueHistory).
+  So the namespace grants nothing (a workers' gather, includes/recoveryHold's hold 'gather') until
     - h (the longest lease any worker asked with, and a margin) has passed: every token the previous node
       granted is spent or expired by then (rule 1), and
-    - every queue of the namespace has told it what it delivered lately (reportQueueHistory-1.lua,
-      recorded in each queue's own slot by leased delivery), and the counts are rebuilt from that, and
-    - every leased queue a reporting worker saw alive in the registry within its throttles' longest window
-      has reported too (a registry restored from an older state may lack a queue that delivered), or a
-      third of the longest declaration time to live passed (by then every live worker refreshed the registry).
-  A queue that cannot tell (no live worker reports it before the gather ends, or its own node lost its
-  record) holds the throttles it declares for their longest window instead. Where deliveries were
-  counted on this very node (exact delivery: a queue in the namespace's slot), nothing can be rebuilt:
-  the throttles hold for their longest window (includes/recoveryHold), unless the deployment's Redis keeps
-  acknowledged writes (durableRedis).
-
-  Where every delivery was counted here by exact workers (no leased queue, no Grantor API grant: apiGrants),
-  the workers remember what they delivered: the namespace holds for a workers' gather instead (includes/
-  recoveryHold, lua/reportDeliveries-1.lua), expecting the live registry's workers and every worker a
-  reporting one saw alive within its throttles' longest window.
+    - every worker and queue expected has told what it delivered lately (lua/reportDeliveries-1.lua, lua/
+      reportQueueHistory-1.lua), and the counts are rebuilt from that. Expected: the live registry's exact
+      workers and leased queues when the change is noticed, every one a reporting worker saw alive within its
+      throttles' longest window (a registry restored from an older state may lack them), and every one alive
+      in the registry when the last report comes; or until a third of the longest declaration time to live
+      passed (by then every live worker refreshed the registry, and told).
+  The throttles of those that never tell (no live worker, a worker without a start deadline, a queue whose
+  own node lost its record) hold for their longest window instead; if nobody told at all, the whole
+  namespace does. Whichever script notices the change first (an exact delivery, a leased queue's lease)
+  begins the same gather.
+  Where the Grantor API granted (apiGrants), nobody but this node remembers those grants: the throttles hold
+  for their longest window. Where the deployment's Redis keeps acknowledged writes (durableRedis), nothing
+  was lost: only the previous node's leases are waited out (hold 'lease').
 
   Record (<throttlePrefix>:grantor HASH, besides includes/nodeIdentity's and recoveryHold's fields):
     epoch       the count of changes seen      hmax   the longest lease asked with (ms)
     gathering   the epoch whose reports are awaited ('' once rebuilt)
-    gatherUntil ms after which queues that did not report hold their throttles for their longest window
-  <throttlePrefix>:grantor:reported   SET of queue ids (prefix:queue) that reported for the epoch
-  <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (a queue that could not tell)
-  <throttlePrefix>:grantor:expected   HASH worker id (a workers' gather) or queue id (leased queues' gather) ->
-                                      "<encoded throttle>:<longest ms>,...": whose reports are awaited besides
-                                      the live registry's, the reported ones in :reported
+    gatherUntil ms after which those that did not report hold their throttles for their longest window
     apiGrants   '1' once the Grantor API granted here (lua/grantDeliveries-n.lua)
+  <throttlePrefix>:grantor:reported   SET of the worker ids (exact) and queue ids (prefix:queue, leased) that
+                                      reported for the epoch
+  <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (one that could not tell)
+  <throttlePrefix>:grantor:expected   HASH worker id or queue id -> "<encoded throttle>:<longest ms>,...":
+                                      whose reports are awaited, the reported ones in :reported
   Needs includes/nodeIdentity, includes/recoveryHold, includes/rateCounter, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local noticeGrantorChange, gatherState
+local noticeGrantorChange, grantorGather
 do
 -- Workers refresh their declarations every third of this (ThrottledWorker's declarationTtlMs default).
 local DEFAULT_DECLARATION_TTL_MS = 15000
@@ -57,13 +58,12 @@ local function liveRegistryEntries(registryBase, nowMs)
   return entries
 end
 
-local function queueIdOf(entry)
-  return tostring(entry.prefix) .. ':' .. tostring(entry.queue)
-end
-
-local function seenLeased(entries)
-  for _, entry in ipairs(entries) do if entry.delivery == 'leased' then return true end end
-  return false
+-- Who tells a gather for a registry entry: its leased queue (prefix:queue, from the queue's records), or its
+-- exact worker (from its memory).
+local function gatherIdOf(entry)
+  if entry.delivery == 'leased' then return tostring(entry.prefix) .. ':' .. tostring(entry.queue) end
+  if entry.workerId then return tostring(entry.workerId) end
+  return nil
 end
 
 -- The longest window (or a rate's fill time) of a declaration, as its registry entry gives it.
@@ -90,10 +90,10 @@ local function declaredLongest(entry)
 end
 
 -- Call once per script, before any counter is read; returns the record's hmax (0 when neither read nor needed:
--- leaseMs 0 and no change of node). exactHere: the caller counts deliveries on this node
--- itself (exact delivery), so what it counted may be lost with the node. knownId: the node identity the caller
--- saw recorded before (includes/nodeIdentity), if any.
-function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere, knownId)
+-- leaseMs 0 and no change of node). apiHere: the caller is the Grantor API (lua/grantDeliveries-n.lua), whose
+-- grants nobody but this node remembers. knownId: the node identity the caller saw recorded before
+-- (includes/nodeIdentity), if any.
+function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, apiHere, knownId)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
   local seen = checkNodeIdentity(recordKey, nowMs, knownId)
@@ -107,9 +107,8 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
   end
   if seen == 'changed' then
     local entries = liveRegistryEntries(registryBase, nowMs)
-    local exact, ttl = exactHere, DEFAULT_DECLARATION_TTL_MS
+    local ttl = DEFAULT_DECLARATION_TTL_MS
     for _, entry in ipairs(entries) do
-      if entry.delivery ~= 'leased' then exact = true end
       if tonumber(entry.declarationTtlMs) and tonumber(entry.declarationTtlMs) > ttl then ttl = tonumber(entry.declarationTtlMs) end
     end
     local epoch = rcall('HINCRBY', recordKey, 'epoch', 1)
@@ -119,28 +118,28 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
       -- Nothing was lost: only the tokens the previous node granted must be spent or expired (rule 4).
       beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
       rcall('HSET', recordKey, 'gathering', '')
-    elseif exact and (seenLeased(entries) or rcall('HGET', recordKey, 'apiGrants') == '1') then
-      -- Deliveries counted here may be lost with the node, and some were not counted by workers that
-      -- remember them (a leased queue's tokens, the Grantor API's grants): nothing to rebuild them from.
+    elseif apiHere or rcall('HGET', recordKey, 'apiGrants') == '1' then
+      -- Some deliveries were counted by nobody that remembers them (the Grantor API's grants): nothing to
+      -- rebuild them from.
       beginRecoveryHold(throttlePrefix, nowMs, 'window', hmax)
       rcall('HSET', recordKey, 'gathering', '')
-    elseif exact then
-      -- Every exact worker remembers what it delivered (src/worker/recovery/deliveryMemory.ts): the live ones tell
-      -- (lua/reportDeliveries-1.lua), and only the throttles of those that never do hold for their longest
-      -- window (includes/recoveryHold's workers' gather).
+    else
+      -- Every exact worker remembers what it delivered (src/worker/recovery/deliveryMemory.ts), and every leased
+      -- queue keeps what it spent in its own slot (includes/queueHistory): the live ones tell (lua/
+      -- reportDeliveries-1.lua, lua/reportQueueHistory-1.lua), and only the throttles of those that never do hold
+      -- for their longest window (includes/recoveryHold's workers' gather). The hold covers the previous node's
+      -- leases too (rule 4). Whichever script notices first, exact or leased, begins the same gather: a
+      -- registry restored from an older state may have lost both kinds of entries.
       beginRecoveryHold(throttlePrefix, nowMs, 'gather', hmax)
       local expected = {}
       for _, entry in ipairs(entries) do
-        if entry.workerId then
-          expected[#expected + 1] = tostring(entry.workerId)
+        local id = gatherIdOf(entry)
+        if id then
+          expected[#expected + 1] = id
           expected[#expected + 1] = declaredLongest(entry)
         end
       end
       if #expected > 0 then rcall('HSET', recordKey .. ':expected', unpack(expected)) end
-      rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
-    else
-      -- Leased queues only: the hold covers the previous node's leases; the gather, every queue's report.
-      beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
       rcall('HSET', recordKey, 'gathering', epoch, 'gatherUntil', nowMs + math.max(hmax, math.ceil(ttl / 3)) + GATHER_SLACK_MS)
     end
   end
@@ -148,44 +147,34 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, exactHere,
   return hmax
 end
 
--- While a gather is on: 'report' (this queue must report first), 'wait' (others have not), or nil (done).
-function gatherState(throttlePrefix, nowMs, queueId)
-  local registryBase = throttlePrefix .. ':registry'
+grantorGather = {}
+
+-- For a leased queue asking for tokens while a gather is on: 'report' (this queue must report first), 'wait'
+-- (others have not: ask again shortly), or nil (none on, or past its time: the counters' recovery hold ends it,
+-- includes/recoveryHold, and holds the throttles of those that never told).
+function grantorGather.state(throttlePrefix, nowMs, queueId)
   local recordKey = throttlePrefix .. ':grantor'
-  local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch', 'hold')
-  local gathering = fields[1]
-  if not gathering or gathering == '' then return nil end
-  -- A workers' gather (exact workers' reports, includes/recoveryHold) began when no leased queue was known:
-  -- one asks now, whose deliveries nobody gathers, so the namespace holds for its windows instead.
-  if fields[4] == 'gather' then
-    rcall('HSET', recordKey, 'gathering', '', 'hold', 'window')
-    return nil
-  end
-  local reportedKey = recordKey .. ':reported'
-  if rcall('SISMEMBER', reportedKey, queueId) == 0 then return 'report', tonumber(fields[3]) end
-  local missing, missingSeen = {}, {}
-  for _, entry in ipairs(liveRegistryEntries(registryBase, nowMs)) do
-    local id = queueIdOf(entry)
-    if rcall('SISMEMBER', reportedKey, id) == 0 then missing[#missing + 1] = entry end
-  end
-  -- Queues a reporting worker saw alive lately (lua/reportQueueHistory-1.lua), which the registry may lack.
-  local expected = rcall('HGETALL', recordKey .. ':expected')
-  for i = 1, #expected, 2 do
-    if rcall('SISMEMBER', reportedKey, expected[i]) == 0 then missingSeen[#missingSeen + 1] = expected[i + 1] end
-  end
-  if (#missing > 0 or #missingSeen > 0) and nowMs < tonumber(fields[2]) then return 'wait', tonumber(fields[3]) end
-  -- Given up on: the throttles of queues that never reported hold for their longest window.
-  for _, entry in ipairs(missing) do
-    for _, declaration in ipairs(entry.declarations or {}) do
-      holdThrottleUntil(throttlePrefix, encodeSegment(tostring(declaration.name)), nowMs + longestOfDeclaration(declaration))
-    end
-  end
-  for _, declared in ipairs(missingSeen) do
-    for name, longest in string.gmatch(declared, '([^:,]+):(%d+)') do
-      holdThrottleUntil(throttlePrefix, name, nowMs + tonumber(longest))
-    end
-  end
-  rcall('HSET', recordKey, 'gathering', '')
+  local fields = rcall('HMGET', recordKey, 'gathering', 'gatherUntil', 'epoch')
+  if not fields[1] or fields[1] == '' then return nil end
+  if rcall('SISMEMBER', recordKey .. ':reported', queueId) == 0 then return 'report', tonumber(fields[3]) end
+  if nowMs < (tonumber(fields[2]) or 0) then return 'wait', tonumber(fields[3]) end
   return nil
+end
+
+-- Whether the gather has every report it waits for: every expected worker and queue (the live registry's when
+-- it began, and those reporting workers saw alive), and every one alive in the registry now (a worker whose
+-- entry had lapsed in the restored registry registers again within a heartbeat). A report that completes it
+-- ends it (lua/reportDeliveries-1.lua, lua/reportQueueHistory-1.lua).
+function grantorGather.complete(throttlePrefix, nowMs)
+  local recordKey = throttlePrefix .. ':grantor'
+  local reportedKey = recordKey .. ':reported'
+  for _, id in ipairs(rcall('HKEYS', recordKey .. ':expected')) do
+    if rcall('SISMEMBER', reportedKey, id) == 0 then return false end
+  end
+  for _, entry in ipairs(liveRegistryEntries(throttlePrefix .. ':registry', nowMs)) do
+    local id = gatherIdOf(entry)
+    if id and rcall('SISMEMBER', reportedKey, id) == 0 then return false end
+  end
+  return true
 end
 end -- of the block that keeps the helpers local

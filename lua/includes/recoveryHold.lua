@@ -3,16 +3,15 @@
   nodeIdentity), its counters may lack deliveries that happened: a snapshot older than them was loaded, or
   the replica had not received them. Until those deliveries have left every window, the namespace's
   throttles are held (no room), unless the deployment says its Redis never loses acknowledged writes:
-    hold 'window'  each throttle for its longest window, plus holdMs (default; exact delivery, where the
-                   deliveries were recorded by the same node and may be lost with it)
-    hold 'lease'   holdMs only: every token the previous node granted is spent or expired by then (rule 4),
-                   and what was spent is counted again from the queues' records (leased delivery), or the
-                   deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
-    hold 'gather'  (exact delivery, every delivery counted by a worker that remembers it) holdMs, and until
-                   the workers' gather ends: every expected worker told what it delivered (lua/
-                   reportDeliveries-1.lua counts it again), or gatherUntil passed, and then the throttles of
-                   the workers that did not tell hold for their longest window from holdFrom (includes/
-                   grantorRecovery's :expected)
+    hold 'window'  each throttle for its longest window, plus holdMs (some deliveries were counted by nobody
+                   that remembers them: the Grantor API's grants, or nobody told a gather)
+    hold 'lease'   holdMs only: every token the previous node granted is spent or expired by then (rule 4);
+                   the deployment's Redis keeps acknowledged writes (the afterRestart option 'resume')
+    hold 'gather'  (every delivery counted by someone that remembers it: exact workers, leased queues' records)
+                   holdMs, and until the gather ends: every one expected told what it delivered (lua/
+                   reportDeliveries-1.lua, lua/reportQueueHistory-1.lua count it again), or gatherUntil passed,
+                   and then the throttles of those that did not tell hold for their longest window from
+                   holdFrom (includes/grantorRecovery's :expected)
   holdMs covers h (the longest lease) and a margin for clock drift. A throttle with a concurrency is held at
   least until every leased worker renewed its holds (a node that lost them counts them again from those).
   Besides, a throttle declared by a queue that could not tell the grantor what it delivered lately (see

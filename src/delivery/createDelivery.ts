@@ -42,8 +42,8 @@ export interface DeliverySetup {
   readonly report: (what: string, error: unknown) => void;
   /** The namespace's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
   readonly knownNodeId: () => string;
-  /** Leased queues the worker saw alive lately, with their declarations' longest windows (DeliveryMemory.queuesSeen). */
-  readonly queuesSeen: () => readonly (readonly [string, string])[];
+  /** Exact workers and leased queues the worker saw alive lately, with their declarations' longest windows (DeliveryMemory.seenAlive). */
+  readonly seenAlive: () => readonly (readonly [string, string])[];
 }
 
 export interface ChosenDelivery {
@@ -92,7 +92,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
     onTokens: setup.onTokens,
     report: setup.report,
     knownNodeId: setup.knownNodeId,
-    queuesSeen: setup.queuesSeen,
+    seenAlive: setup.seenAlive,
   });
   return { delivery, leaseMs, namespaceRunner, grantorConnection };
 }

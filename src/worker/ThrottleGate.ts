@@ -439,7 +439,7 @@ export class ThrottleGate implements Gate {
       onTokens: () => this.tokensArrived(),
       report: (what, error) => this.failures.report(what, error),
       knownNodeId: () => this.recovery.knownNodeId,
-      queuesSeen: () => this.recovery.queuesSeen(),
+      seenAlive: () => this.recovery.seenAlive(),
     });
     this.delivery = chosen.delivery;
     this.leaseMs = chosen.leaseMs;

@@ -50,14 +50,16 @@ describe('DeliveryMemory', () => {
     expect(memory.report('', 5_000).buckets).toHaveLength(0);
   });
 
-  it('names the exact workers it saw alive within their throttles\' longest window, not itself nor leased ones', () => {
+  it('names the exact workers (by id) and leased queues (prefix:queue) it saw alive within their throttles\' longest window, not itself', () => {
     const memory = new DeliveryMemory('me');
     const entry = (workerId: string, windowMs: number, delivery: 'exact' | 'leased' = 'exact'): RegistryEntry => ({
       workerId, queue: 'q', prefix: 'bull', delivery,
       declarations: [{ name: 'a:b', limits: [{ max: 1, windowMs }], keyParts: undefined, missing: Missing.SharedBucket }],
     });
     memory.notePeers([entry('me', 1_000), entry('short', 1_000), entry('long', 60_000), entry('leased', 60_000, 'leased')], 0);
-    expect(memory.report('', 500).peers).toEqual([['short', 'a%3Ab:1000'], ['long', 'a%3Ab:60000']]);
-    expect(memory.report('', 5_000).peers).toEqual([['long', 'a%3Ab:60000']]);
+    // A gather waits for each, whichever kind reports (lua/reportDeliveries-1.lua, lua/reportQueueHistory-1.lua).
+    expect(memory.report('', 500).peers).toEqual([['short', 'a%3Ab:1000'], ['long', 'a%3Ab:60000'], ['bull:q', 'a%3Ab:60000']]);
+    expect(memory.report('', 5_000).peers).toEqual([['long', 'a%3Ab:60000'], ['bull:q', 'a%3Ab:60000']]);
+    expect(memory.seenAlive(5_000)).toEqual(memory.report('', 5_000).peers);
   });
 });

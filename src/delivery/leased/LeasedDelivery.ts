@@ -40,8 +40,8 @@ export interface LeasedContext {
   report(what: string, error: unknown): void;
   /** The grantor's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
   knownNodeId(): string;
-  /** Leased queues the worker saw alive lately: a grantor rebuilding its counts waits for their reports too. */
-  queuesSeen(): readonly (readonly [string, string])[];
+  /** Exact workers and leased queues the worker saw alive lately: a grantor rebuilding its counts waits for their reports too. */
+  seenAlive(): readonly (readonly [string, string])[];
 }
 
 /**
@@ -201,7 +201,7 @@ export class LeasedDelivery implements Delivery {
   /** What the queue delivered lately (its records on the queue's node); the script ignores a second report. */
   async tellGather(): Promise<void> {
     const { queue, grantor, throttles, queueBase, queueId } = this.context;
-    await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles(), this.context.queuesSeen());
+    await reportQueueHistory(queue(), `${queueBase}:h-index`, queueBase, grantor(), queueId, throttles(), this.context.seenAlive());
   }
 
   async giveBackLate(late: LateDelivery): Promise<void> {

@@ -86,16 +86,16 @@ export interface Asker {
 /**
  * Tells a grantor that is rebuilding its counts what this queue delivered lately (lua/readQueueHistory-1.lua
  * on the queue's Redis, then lua/reportQueueHistory-1.lua on the grantor's); `throttles` are the encoded names
- * of the throttles the queue declares, `queuesSeen` the leased queues the worker saw alive lately (id and
+ * of the throttles the queue declares, `seenAlive` the exact workers and leased queues the worker saw alive lately (id and
  * "<encoded throttle>:<longest ms>,...": the gather waits for them too). Resolves to the deliveries counted again.
  */
 export async function reportQueueHistory(
   queue: ScriptRunner, historyIndexKey: string, queueBase: string, grantor: GrantorTarget, queueId: string, throttles: readonly string[],
-  queuesSeen: readonly (readonly [string, string])[] = [],
+  seenAlive: readonly (readonly [string, string])[] = [],
 ): Promise<number> {
   const history = await runReadQueueHistory(queue, { historyIndex: historyIndexKey, queueBase });
   const reply = await runReportQueueHistory(grantor.runner, {
-    slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, queueId, wholeForUs: history.wholeForUs, queuesSeen, throttles, history: history.buckets,
+    slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, queueId, wholeForUs: history.wholeForUs, seenAlive, throttles, history: history.buckets,
   });
   return reply.counted;
 }

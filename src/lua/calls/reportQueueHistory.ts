@@ -16,8 +16,8 @@ export interface ReportQueueHistoryInput {
   readonly queueId: string;
   /** How far back the queue's history is whole (us; HISTORY_WHOLE: all of it). */
   readonly wholeForUs: number;
-  /** Leased queues the worker saw alive lately: id, "<encoded throttle>:<longest ms>,...". */
-  readonly queuesSeen: readonly (readonly [string, string])[];
+  /** Exact workers (id) and leased queues (prefix:queue) the worker saw alive lately, with "<encoded throttle>:<longest ms>,...". */
+  readonly seenAlive: readonly (readonly [string, string])[];
   /** Encoded names of the throttles the queue's workers declare. */
   readonly throttles: readonly string[];
   readonly history: BucketHistory;
@@ -30,8 +30,8 @@ export interface ReportQueueHistoryReply {
 }
 
 export function runReportQueueHistory(runner: ScriptRunner, input: ReportQueueHistoryInput): Promise<ReportQueueHistoryReply> {
-  const args: ScriptArg[] = [input.throttlePrefix, input.queueId, input.wholeForUs, input.queuesSeen.length];
-  for (const [id, declared] of input.queuesSeen) args.push(id, declared);
+  const args: ScriptArg[] = [input.throttlePrefix, input.queueId, input.wholeForUs, input.seenAlive.length];
+  for (const [id, declared] of input.seenAlive) args.push(id, declared);
   args.push(input.throttles.length, ...input.throttles);
   pushBucketHistory(args, input.history);
   return sendCall(runner, fixedCall(reportQueueHistoryScript, { slot: input.slot }, args)).then((raw) => {

@@ -30,7 +30,7 @@ interface BucketMemory {
 export interface DeliveryReport {
   /** "<encoded throttle>:<longest ms>,..." for its own declarations. */
   readonly declared: string;
-  /** Workers it saw alive within their throttles' longest window, with the same list for each. */
+  /** Exact workers and leased queues it saw alive within their throttles' longest window, with the same list for each. */
   readonly peers: readonly (readonly [string, string])[];
   /** Per bucket id: (agoUs, count) pairs. */
   readonly buckets: readonly (readonly [string, readonly (readonly [number, number])[]])[];
@@ -55,7 +55,7 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
 export class DeliveryMemory {
   private readonly buckets = new Map<string, BucketMemory>();
   private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
-  /** Leased queues (prefix:queue) it saw alive, the same way: a grantor's gather waits for each (queuesSeen). */
+  /** Leased queues (prefix:queue) it saw alive, the same way: a gather waits for each (seenAlive). */
   private readonly leasedQueues = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
   private readonly parsedTickets = new Map<string, readonly TicketWindows[]>();
   private overflowed = false;
@@ -118,11 +118,12 @@ export class DeliveryMemory {
   }
 
   /**
-   * The leased queues it saw alive within their throttles' longest window, with "<encoded throttle>:<longest
-   * ms>,..." for each: a grantor rebuilding its counts waits for each to report (lua/reportQueueHistory-1.lua).
+   * The exact workers (by id) and leased queues (prefix:queue) it saw alive within their throttles' longest
+   * window, with "<encoded throttle>:<longest ms>,..." for each: a namespace rebuilding its counts waits for each
+   * to report (lua/reportDeliveries-1.lua, lua/reportQueueHistory-1.lua), whichever kind reports.
    */
-  queuesSeen(now: number = performance.now()): (readonly [string, string])[] {
-    return [...this.leasedQueues].filter(([, queue]) => now - queue.seenAt <= queue.longestMs).map(([id, queue]) => [id, queue.declared] as const);
+  seenAlive(now: number = performance.now()): (readonly [string, string])[] {
+    return [...this.peers, ...this.leasedQueues].filter(([, seen]) => now - seen.seenAt <= seen.longestMs).map(([id, seen]) => [id, seen.declared] as const);
   }
 
   /** Whether the memory holds every delivery this worker made (false past its bound). */
@@ -137,8 +138,7 @@ export class DeliveryMemory {
       // Ago from each slot's end: every delivery in it looks as recent as the latest could be.
       buckets.push([bucketId, [...memory.slots].map(([start, count]) => [Math.max(0, Math.floor((now - start - memory.slotMs) * 1000)), count])]);
     }
-    const peers = [...this.peers].filter(([, peer]) => now - peer.seenAt <= peer.longestMs).map(([id, peer]) => [id, peer.declared] as const);
-    return { declared, peers, buckets, leaseMs: this.longestLeaseMs };
+    return { declared, peers: this.seenAlive(now), buckets, leaseMs: this.longestLeaseMs };
   }
 
   /**

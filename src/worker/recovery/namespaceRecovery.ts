@@ -49,9 +49,9 @@ export class NamespaceRecovery {
     return this.identity.known;
   }
 
-  /** Leased queues this worker saw alive lately (DeliveryMemory.queuesSeen): a leased queue's report names them. */
-  queuesSeen(): (readonly [string, string])[] {
-    return this.memory.queuesSeen();
+  /** Exact workers and leased queues this worker saw alive lately (DeliveryMemory.seenAlive): a leased queue's report names them. */
+  seenAlive(): (readonly [string, string])[] {
+    return this.memory.seenAlive();
   }
 
   /** An exact delivery call's tickets: what it delivered, counted with the call's h (hMs) unless a ticket says longer. */
