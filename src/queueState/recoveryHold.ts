@@ -10,7 +10,7 @@ export interface RecoveryHold {
   until: number;
   /**
    * 'window': for its longest window (its deliveries may be lost with the node); 'lease': for h and a margin;
-   * 'gather': until the live workers have told what they delivered (src/worker/recovery/deliveryMemory.ts), at most until.
+   * 'gather': until the live workers and leased queues have told what they delivered (src/worker/recovery/deliveryMemory.ts, lua/reportQueueHistory-1.lua), at most until.
    */
   kind: 'window' | 'lease' | 'gather';
 }

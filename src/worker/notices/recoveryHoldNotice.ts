@@ -37,7 +37,7 @@ export class RecoveryHoldNotice {
         hold.kind === 'window'
           ? `throttle '${throttle.name}' pauses for its longest window: the Redis node counting it restarted or a replica took over, and deliveries counted just before may be lost`
           : hold.kind === 'gather'
-            ? `throttle '${throttle.name}' pauses until the live workers have told what they delivered before the Redis node counting it restarted or a replica took over`
+            ? `throttle '${throttle.name}' pauses until the live workers and queues have told what they delivered before the Redis node counting it restarted or a replica took over`
             : `throttle '${throttle.name}' pauses while the tokens of the Redis node that counted it before a restart or failover are spent or expire`);
     }
   }

@@ -50,8 +50,8 @@ export interface ThrottleRecoveryEvent {
     until: number;
     /**
      * Why it holds: `'window'` for the throttle's longest window (what was lost cannot be known); `'gather'`
-     * until the live workers have told what they delivered; `'lease'` until the tokens the previous node leased
-     * are spent or expire (leased delivery).
+     * until the live workers and leased queues have told what they delivered; `'lease'` until the tokens the
+     * previous node leased are spent or expire (`durableRedis`).
      */
     kind: 'window' | 'lease' | 'gather';
   } | null;
