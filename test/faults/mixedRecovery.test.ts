@@ -73,6 +73,7 @@ describe('a namespace of exact and leased queues, its node restarted from an old
     await new Promise((r) => setTimeout(r, 1_200));
 
     await node.restartFromSnapshot();
+    const restartedAt = nowMs();
     // The restored node counts nothing and knows qa only: without both reports, 10 more would fit.
     await qa().addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'call', data: { i } })));
     if (qbAsks) await qb.addBulk(Array.from({ length: 6 }, (_, i) => ({ name: 'call', data: { i } })));
@@ -86,6 +87,7 @@ describe('a namespace of exact and leased queues, its node restarted from an old
       process.stderr.write(`mixed recovery, stalled: ${JSON.stringify(seen)}\n`);
       throw error;
     });
+    process.stderr.write(`mixed recovery (qb ${qbAsks ? 'asking' : 'idle'}): first start ${starts[6].at - restartedAt} ms after the restart\n`);
     await new Promise((r) => setTimeout(r, 1_000));
     expect(starts).toHaveLength(N);
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), HOUR)).toBeLessThanOrEqual(N);
