@@ -93,6 +93,7 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
     report: setup.report,
     knownNodeId: setup.knownNodeId,
     seenAlive: setup.seenAlive,
+    wakeKeys: () => ({ wakeups: queueKeys.wakeups, leaseRoom: queueKeys.leaseRoom, marker: call().bullmqKeys.marker }),
   });
   return { delivery, leaseMs, namespaceRunner, grantorConnection };
 }

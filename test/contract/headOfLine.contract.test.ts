@@ -17,13 +17,11 @@ describeEachMode('contract: no head-of-line blocking', (mode) => {
     bed().worker('mixed', recordingProcessor(starts), { concurrency: 5, throttles: [perCustomer] });
     bed().worker('mixed', recordingProcessor(starts), { concurrency: 5, throttles: [perCustomer] });
     await waitFor(() => starts.filter((s) => s.data.customer !== 'big').length === 30, 30_000, 'every other bucket\'s job started');
-    // At most the big bucket's two, and at least one. (Known, open: in leased delivery on a loaded machine its second
-    // did not start even 10 s after the others, twice, in runs beside other test loads; a job put back for
-    // starting late whose tokens did not come back would hold them for the hour. Not yet explained.)
-    const big = starts.filter((s) => s.data.customer === 'big').length;
-    expect(big).toBeGreaterThanOrEqual(1);
-    expect(big).toBeLessThanOrEqual(2);
-    expect((await getThrottledCount(queue)).throttled).toBe(300 - big);
+    // The big bucket's two. (In leased delivery on a loaded machine its second once did not start: a token that
+    // expired unspent, or came back with a job put back for starting late, left the grantor's "room in an hour"
+    // standing; returnedTokens.contract.test.ts shows it, and the worker now wakes the bucket after a return.)
+    await waitFor(() => starts.filter((s) => s.data.customer === 'big').length === 2, 10_000, 'the big bucket\'s two');
+    expect((await getThrottledCount(queue)).throttled).toBe(298);
   });
 
   it('full buckets interleaved with free ones: every free job goes, each full bucket lets its N go', async () => {

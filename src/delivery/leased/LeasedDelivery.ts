@@ -9,6 +9,7 @@ import { GrantorTarget, leaseTokens, LeaseRequest, renewHolds, reportQueueHistor
 import { LeaseBook } from './leaseBook';
 import { Deposit, ReturnGroup, runTakeLeasedJobs, wantsRefill } from '../../lua/calls/takeLeasedJobs';
 import { runWithdrawLeases } from '../../lua/calls/withdrawLeases';
+import { runWakeBucketIds, WakeKeys } from '../../lua/calls/wakeBuckets';
 
 /** Most waiting classes one delivery call names for leasing. */
 const WANTS_LIMIT = 32;
@@ -42,6 +43,8 @@ export interface LeasedContext {
   knownNodeId(): string;
   /** Exact workers and leased queues the worker saw alive lately: a grantor rebuilding its counts waits for their reports too. */
   seenAlive(): readonly (readonly [string, string])[];
+  /** The queue's keys a wake of its buckets touches (lua/wakeBuckets-3.lua). */
+  wakeKeys(): WakeKeys;
 }
 
 /**
@@ -206,12 +209,26 @@ export class LeasedDelivery implements Delivery {
 
   async giveBackLate(late: LateDelivery): Promise<void> {
     const groups = lateLeasedReturns(late);
-    if (groups.length > 0) await returnLeasedTokens(this.context.grantor(), groups);
+    if (groups.length > 0) await this.returnAndWake(groups);
   }
 
   private giveBack(groups: readonly ReturnGroup[]): void {
     // A lost return only wastes allowance; it never lets more through.
-    returnLeasedTokens(this.context.grantor(), groups).catch((error) => this.context.report('returning leased tokens', error));
+    this.returnAndWake(groups).catch((error) => this.context.report('returning leased tokens', error));
+  }
+
+  /**
+   * Returned tokens make room that what the grantor said of their buckets (lease-room) did not count on: it
+   * answered while it still counted them. Once they are back, the classes waiting on those buckets look again
+   * and ask, rather than sleep until then (a limit of 2 per hour waited the hour with one of its tokens
+   * expired unspent, or given back by a job put back for starting late).
+   */
+  private async returnAndWake(groups: readonly ReturnGroup[]): Promise<void> {
+    const returned = await returnLeasedTokens(this.context.grantor(), groups);
+    if (returned === 0) return;
+    const bucketIds = [...new Set(groups.map((g) => g.bucketId))];
+    this.book.roomReturned(bucketIds);
+    await runWakeBucketIds(this.context.queue(), this.context.wakeKeys(), bucketIds);
   }
 
   /** The queue's last worker takes the tokens out of its pools, then returns them (lua/withdrawLeases-1.lua). */

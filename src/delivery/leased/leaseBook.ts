@@ -11,6 +11,14 @@ export function bucketPartsOf(member: string): string[] {
 const ROUND_TRIPS_AHEAD = 3;
 /** ...but never more than this share of h: tokens leased ahead must be spent before they expire. */
 const MOST_OF_LEASE = 0.5;
+/**
+ * A class the grantor had no room for is not asked for again for at most this long. Past it, the queue's own
+ * word decides (lease-room, shared by the queue's workers: the answer's deposit takes the class out of the
+ * classes waiting until the grantor said, lua/takeLeasedJobs-19.lua), so that a wake naming it again sooner
+ * (tokens returned, units freed) is asked for, by whichever worker of the queue sees it: this bridges only the
+ * answer's way into the queue.
+ */
+const RETRY_BRIDGE_MS = 1_000;
 /** Delivery rate and round trip are smoothed over samples at least this long apart. */
 const SAMPLE_MS = 50;
 const SMOOTHING = 0.3;
@@ -26,7 +34,8 @@ const SMOOTHING = 0.3;
  * is in flight (refillBelow). A floor under that starts at a quarter of the worker's slots, doubles after a
  * round that slots had to wait for and grows by one after any other, up to what MOST_OF_LEASE of h spends.
  * When tokens expire, what is leased ahead halves (and regrows by doubling).
- * A class the grantor had no room for is not asked for again before the grantor said room returns.
+ * A class the grantor had no room for is not asked for again before the grantor said room returns: the queue
+ * keeps it out of the classes waiting until then, and this book for the moment that takes (RETRY_BRIDGE_MS).
  */
 export class LeaseBook {
   private base: number;
@@ -100,7 +109,7 @@ export class LeaseBook {
   answered(requests: readonly LeaseRequest[], results: readonly { granted: number; roomInMs: number }[], nowMs: number, roundTripMs: number): void {
     requests.forEach((request, i) => {
       const { granted, roomInMs } = results[i];
-      if (granted < request.count && roomInMs > 0) this.retryAt.set(request.member, nowMs + roomInMs);
+      if (granted < request.count && roomInMs > 0) this.retryAt.set(request.member, nowMs + Math.min(roomInMs, RETRY_BRIDGE_MS));
       else this.retryAt.delete(request.member);
     });
     this.roundTripMs = this.roundTripMs === 0 ? roundTripMs : this.roundTripMs + SMOOTHING * (roundTripMs - this.roundTripMs);

@@ -33,3 +33,17 @@ export function runWakeBuckets(runner: ScriptRunner, input: WakeBucketsInput): P
   const call = fixedCall(wakeBucketsScript, { wakeups: input.wakeups, leaseRoom: input.leaseRoom, marker: input.marker }, [encodeSegment(input.throttle), input.bucket]);
   return sendCall(runner, call).then(Number);
 }
+
+/**
+ * Wakes the given buckets (ids as the delivery scripts name them, "<encoded throttle>=<bucket segment>"), each in
+ * its own call; resolves to the number of buckets woken (those with waiting classes).
+ */
+export async function runWakeBucketIds(runner: ScriptRunner, keys: WakeKeys, bucketIds: Iterable<string>): Promise<number> {
+  let woken = 0;
+  for (const id of bucketIds) {
+    const at = id.indexOf('=');
+    const call = fixedCall(wakeBucketsScript, { wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: keys.marker }, [id.slice(0, at), id.slice(at + 1)]);
+    woken += Number(await sendCall(runner, call));
+  }
+  return woken;
+}
