@@ -32,8 +32,8 @@
 
   Output:
     { nowUs, status, then per delivery: granted, roomInMs, lacking, held }: status 0 (decided), 1 (report what the queue
-    delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other queues have not reported
-    yet; nothing granted, roomInMs says when to ask again); granted deliveries (0..n); roomInMs, when fewer than n were
+    delivered lately first: reportQueueHistory-1.lua; nothing granted) or 2 (other workers or queues have not
+    reported yet; nothing granted, roomInMs says when to ask again); granted deliveries (0..n); roomInMs, when fewer than n were
     granted, how long from now until one more would fit (at least 1), 0 when all were, -1 when a throttle
     of the delivery has no published limits (no live worker declares it: nothing is granted); lacking:
     the bucket id whose room comes last ('' when all were granted); held: "<j>:<units>,..." the units added to
