@@ -54,9 +54,11 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
  */
 export class DeliveryMemory {
   private readonly buckets = new Map<string, BucketMemory>();
-  private readonly peers = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
-  /** Leased queues (prefix:queue) it saw alive, the same way: a gather waits for each (seenAlive). */
-  private readonly leasedQueues = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
+  /**
+   * Who it saw alive, by who tells a gather for them: an exact worker by its id, a leased queue by prefix:queue
+   * (its records tell, whichever of its workers reports). A gather waits for each (seenAlive).
+   */
+  private readonly seen = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
   private readonly parsedTickets = new Map<string, readonly TicketWindows[]>();
   private overflowed = false;
   private sinceSweep = 0;
@@ -109,12 +111,9 @@ export class DeliveryMemory {
       if (entry.workerId === this.workerId) continue;
       const longestMs = Math.max(0, ...entry.declarations.map(longestSpanMs));
       const seen = { declared: declaredLongest(entry.declarations), longestMs, seenAt: now };
-      if (entry.delivery === 'leased') this.leasedQueues.set(`${entry.prefix}:${entry.queue}`, seen);
-      else this.peers.set(entry.workerId, seen);
+      this.seen.set(entry.delivery === 'leased' ? `${entry.prefix}:${entry.queue}` : entry.workerId, seen);
     }
-    for (const seen of [this.peers, this.leasedQueues]) {
-      for (const [id, peer] of seen) if (now - peer.seenAt > peer.longestMs) seen.delete(id);
-    }
+    for (const [id, peer] of this.seen) if (now - peer.seenAt > peer.longestMs) this.seen.delete(id);
   }
 
   /**
@@ -123,7 +122,7 @@ export class DeliveryMemory {
    * to report (lua/reportDeliveries-1.lua, lua/reportQueueHistory-1.lua), whichever kind reports.
    */
   seenAlive(now: number = performance.now()): (readonly [string, string])[] {
-    return [...this.peers, ...this.leasedQueues].filter(([, seen]) => now - seen.seenAt <= seen.longestMs).map(([id, seen]) => [id, seen.declared] as const);
+    return [...this.seen].filter(([, seen]) => now - seen.seenAt <= seen.longestMs).map(([id, seen]) => [id, seen.declared] as const);
   }
 
   /** Whether the memory holds every delivery this worker made (false past its bound). */
