@@ -47,10 +47,11 @@ for i = 1, (#KEYS - 3) / 2 do
     local slot = intArg(math.floor(grantMs / math.max(1, math.floor(longest / 60))))
     if tonumber(rcall('HGET', recentKey, slot) or 0) > 0 then rcall('HINCRBY', recentKey, slot, -1) end
   end
-  -- includes/leasedRoom's longestOf: the delivery script read the same field, 60 s where it was not written.
-  local history = queueHistory.key(queueBase, longest or 60000, bucketId)
+  -- The window includes/leasedRoom's longestOf read from the same field.
+  local windowMs = longest or queueHistory.FALLBACK_WINDOW_MS
+  local history = queueHistory.key(queueBase, windowMs, bucketId)
   if rcall('EXISTS', history) == 1 then
-    local counter = loadCounter(history, 1e15, longest or 60000, now)
+    local counter = loadCounter(history, queueHistory.MAX, windowMs, now)
     removeTokens(counter, grantUs, 0, now, units)
     saveCounter(counter)
   end

@@ -87,13 +87,11 @@ local pools = {}
 local expiredByThrottle = {}
 local histories = {}
 local longestByThrottle = {}
--- History counters never refuse: the grantor decides; they only remember.
-local HISTORY_MAX = 1e15
 
 local function longestOf(name)
   local longest = longestByThrottle[name]
   if longest == nil then
-    longest = tonumber(rcall('HGET', queueStatsBase(leasedContext.queueBase, name) .. ':stats', 'longest')) or 60000
+    longest = tonumber(rcall('HGET', queueStatsBase(leasedContext.queueBase, name) .. ':stats', 'longest')) or queueHistory.FALLBACK_WINDOW_MS
     longestByThrottle[name] = longest
   end
   return longest
@@ -257,7 +255,7 @@ local function spendRoom(pool, fresh, jobId, cost)
   local history = histories[pool.bucket.id]
   if history == nil then
     local longest = longestOf(pool.bucket.name)
-    history = loadCounter(queueHistory.key(leasedContext.queueBase, longest, pool.bucket.id), HISTORY_MAX, longest, leasedContext.now)
+    history = loadCounter(queueHistory.key(leasedContext.queueBase, longest, pool.bucket.id), queueHistory.MAX, longest, leasedContext.now)
     histories[pool.bucket.id] = history
   end
   addTokens(history, cost, 0)

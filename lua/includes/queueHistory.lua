@@ -7,6 +7,11 @@
 ]]
 local queueHistory = {}
 
+-- The history's window where the throttle's :stats has no longest window yet (its `longest` field unwritten).
+queueHistory.FALLBACK_WINDOW_MS = 60000
+-- A history counter never refuses (the grantor decides): its limit, as large as a count can be.
+queueHistory.MAX = 1e15
+
 -- <queueBase>:h:<W>/<bucket id>
 function queueHistory.key(queueBase, windowMs, bucketId)
   return queueBase .. ':h:' .. windowMs .. '/' .. bucketId
