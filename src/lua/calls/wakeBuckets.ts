@@ -30,7 +30,12 @@ export interface WakeBucketsInput extends WakeKeys {
 
 /** Resolves to the number of buckets woken. */
 export function runWakeBuckets(runner: ScriptRunner, input: WakeBucketsInput): Promise<number> {
-  const call = fixedCall(wakeBucketsScript, { wakeups: input.wakeups, leaseRoom: input.leaseRoom, marker: input.marker }, [encodeSegment(input.throttle), input.bucket]);
+  return wake(runner, input, encodeSegment(input.throttle), input.bucket);
+}
+
+/** One call of the script: the throttle's encoded name and a bucket segment (or EVERY_BUCKET). */
+function wake(runner: ScriptRunner, keys: WakeKeys, encodedThrottle: string, bucket: string): Promise<number> {
+  const call = fixedCall(wakeBucketsScript, { wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: keys.marker }, [encodedThrottle, bucket]);
   return sendCall(runner, call).then(Number);
 }
 
@@ -42,8 +47,7 @@ export async function runWakeBucketIds(runner: ScriptRunner, keys: WakeKeys, buc
   let woken = 0;
   for (const id of bucketIds) {
     const at = id.indexOf('=');
-    const call = fixedCall(wakeBucketsScript, { wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: keys.marker }, [id.slice(0, at), id.slice(at + 1)]);
-    woken += Number(await sendCall(runner, call));
+    woken += await wake(runner, keys, id.slice(0, at), id.slice(at + 1));
   }
   return woken;
 }
