@@ -15,7 +15,10 @@
                     the throttle's leased workers, the limits' rh, when longer)
     ARGV[2K+3]      D, the number of deliveries; then for each: c, followed by c pairs (counter index, 1-based;
                     cost: the tokens the delivery takes from that counter)
-    then            the throttle namespace's key prefix, and '1' when Redis keeps acknowledged writes
+    then            the throttle namespace's key prefix, '1' when Redis keeps acknowledged writes, the Grantor's
+                    id, how long (ms) a grant it makes now may count (its longest window and h), "<encoded
+                    throttle>:<longest ms>,..." of every throttle it granted so far, and the node identity it saw
+                    recorded before ('' for none: includes/nodeIdentity)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   The counters keep their throttles' bucket indexes (:active, :full: includes/bucketIndexes), pruned here.
@@ -24,12 +27,15 @@
   pause ends.
 
   After a restart or promotion of this node (includes/nodeIdentity), the counters may lack grants counted
-  just before: every limit then holds for its window (and h and a margin), or only for h and a margin when
-  Redis keeps acknowledged writes (includes/recoveryHold, includes/grantorRecovery).
+  just before: the namespace gathers what its workers, queues and Grantors remember (includes/grantorRecovery:
+  this Grantor is expected from each call that granted until its grants left their windows), and each throttle
+  is held as includes/recoveryHold says, or only for h and a margin when Redis keeps acknowledged writes.
 
   Output:
-    { nowUs, r_1, ..., r_D }: nowUs is the Redis time of the grant; r_d is 0 when delivery d was granted,
-    else the earliest time in ms (Redis clock) at which it could fit, given what is counted now.
+    { nowUs, epoch, r_1, ..., r_D }: nowUs is the Redis time of the grant; epoch the gather that holds a counter
+    of the batch, when one does (the Grantor tells it what it granted: lua/reportDeliveries-1.lua), else '';
+    r_d is 0 when delivery d was granted, else the earliest time in ms (Redis clock) at which it could fit,
+    given what is counted now.
 ]]
 local rcall = redis.call
 
@@ -53,17 +59,9 @@ local at = 2 * counterCount + 3
 local tail = at + 1
 for _ = 1, tonumber(ARGV[at]) do tail = tail + 2 * tonumber(ARGV[tail]) + 1 end
 local throttlePrefix, durable = ARGV[tail], ARGV[tail + 1] == '1'
-local heldUntilMs, windowHold = 0, false
-if counterCount > 0 then
-  local nowMs = math.floor(now / 1000)
-  noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, true)
-  -- Nobody remembers this API's grants but this node: after a restart, the namespace holds for its windows
-  -- rather than for the workers' reports (includes/grantorRecovery).
-  rcall('HSETNX', throttlePrefix .. ':grantor', 'apiGrants', '1')
-  local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'holdFrom', 'hold', 'holdMs')
-  if fields[1] then heldUntilMs = tonumber(fields[1]) + (tonumber(fields[3]) or 0) end
-  windowHold = fields[2] == 'window' or fields[2] == 'gather'
-end
+local nowMs = math.floor(now / 1000)
+if counterCount > 0 then noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, ARGV[tail + 5]) end
+local anyHeld = false
 
 local counters = {}
 -- Per throttle (its key base): whether it has pauses (its limits' field p), the lease its rate is granted
@@ -78,23 +76,25 @@ for i = 1, counterCount do
     limits = { paused = fields[1] ~= false, rateLeaseMs = tonumber(fields[2]) or 0, concurrency = fields[3] ~= false }
     published[base] = limits
   end
-  local untilMs
+  -- After a change of node: held as includes/recoveryHold says for this limit (its own window, a rate until a
+  -- burst had time to fill).
+  local heldUs
   if ARGV[2 * i + 2] == 'r' then
     local rate = rateOf(ARGV[2 * i + 1], math.max(leaseMs, limits.rateLeaseMs))
     counters[i] = { rate = loadRate(KEYS[i], rate, now, base, bucket), fillMs = rate.fillMs }
-    -- A rate is not counted again after a failover: held until a burst had time to fill.
-    untilMs = heldUntilMs + rate.fillMs
+    heldUs = recoveryHeldUntilUs(throttlePrefix, string.sub(base, #throttlePrefix + 1), { rate = rate })
   else
     local windowMs = tonumber(ARGV[2 * i + 2])
     counters[i] = loadCounter(KEYS[i], tonumber(ARGV[2 * i + 1]), windowMs, now)
     counters[i].statsBase, counters[i].bucket = base, bucket
-    -- A held limit has no room until its hold ends: its own window past the hold's start, when the hold is for a window.
-    untilMs = heldUntilMs + (windowHold and windowMs or 0)
+    heldUs = recoveryHeldUntilUs(throttlePrefix, string.sub(base, #throttlePrefix + 1), { { windowMs = windowMs } })
   end
-  local heldUs = heldUntilMs > 0 and untilMs * 1000 or 0
   -- A paused bucket (includes/throttlePauses) is held until its pause ends.
   heldUs = math.max(heldUs, pausedUntilUs(base, bucket, limits.paused, now))
-  if heldUs > now then counters[i].heldUntilUs = heldUs end
+  if heldUs > now then
+    counters[i].heldUntilUs = heldUs
+    anyHeld = true
+  end
 end
 
 local function roomFor(counter, cost)
@@ -109,8 +109,9 @@ local function roomAt(counter, cost)
   return roomAtUs(counter, cost)
 end
 
-local reply = { now }
+local reply = { now, '' }
 local deliveries = tonumber(ARGV[at])
+local grantedAny = false
 at = at + 1
 for d = 1, deliveries do
   local c = tonumber(ARGV[at])
@@ -128,7 +129,8 @@ for d = 1, deliveries do
         addTokens(counter, cost, leaseMs)
       end
     end
-    reply[d + 1] = 0
+    reply[d + 2] = 0
+    grantedAny = true
   else
     local retryUs = now
     for j = 1, c do
@@ -136,7 +138,7 @@ for d = 1, deliveries do
       local roomUs = roomAt(counter, cost)
       if roomUs > retryUs then retryUs = roomUs end
     end
-    reply[d + 1] = math.ceil(retryUs / 1000)
+    reply[d + 2] = math.ceil(retryUs / 1000)
   end
   at = at + 2 * c + 1
 end
@@ -157,4 +159,10 @@ for i = 1, counterCount do
 end
 bucketIndexes.flush()
 for base, span in pairs(longest) do pruneThrottleIndexes(base, math.floor(now / 1000), span, published[base].concurrency) end
+-- A gather after a change of node expects this Grantor until every grant it made here left its windows.
+if grantedAny then grantorGather.noteApiGrants(throttlePrefix, ARGV[tail + 2], nowMs + tonumber(ARGV[tail + 3]), ARGV[tail + 4]) end
+if anyHeld then
+  local fields = rcall('HMGET', throttlePrefix .. ':grantor', 'hold', 'gathering')
+  if fields[1] == 'gather' and fields[2] then reply[2] = fields[2] end
+end
 return reply

@@ -63,7 +63,7 @@ local deliveries = tonumber(ARGV[at])
 at = at + 1
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
-noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, false, ARGV[7])
+noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, ARGV[7])
 local gather = grantorGather.state(throttlePrefix, nowMs, queueId)
 if gather then
   local reply = { now, gather == 'report' and 1 or 2 }

@@ -1,6 +1,6 @@
 --[[
-  An exact worker tells the namespace, while it gathers after a restart or failover lost what its node counted
-  (includes/grantorRecovery, includes/recoveryHold's workers' gather), what it delivered lately, from its own
+  An exact worker (or a Grantor of the API, of its grants) tells the namespace, while it gathers after a restart
+  or failover lost what its node counted (includes/grantorRecovery, includes/recoveryHold's workers' gather), what it delivered lately, from its own
   memory (src/worker/recovery/deliveryMemory.ts), counted again (includes/countAgain). A delivery the node kept is
   counted twice: the safe direction. The worker counts as reported (a second report of the same gather counts nothing), and
   the workers it saw alive within their throttles' longest window are expected too: when every expected worker
@@ -19,6 +19,8 @@
     ARGV[7]  P, then P pairs: a worker it saw alive (its id) or a leased queue (prefix:queue), and the same list
              for it
     then     B, then per bucket: bucket id, S, then S pairs (agoUs, count)
+    then     C, then per window counter: bucket id, N, W (ms), S, then S pairs (agoUs, count): what a Grantor of the
+             API granted (src/grant/grantMemory.ts), whose throttles may have no published limits; 0 for a worker
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output: { nowUs, deliveries counted again, state } state: 0 no such gather (over, or another epoch),
@@ -50,8 +52,11 @@ for _ = 1, tonumber(ARGV[7]) do
 end
 local counted = 0
 if ARGV[4] == '1' and rcall('SADD', reportedKey, workerId) == 1 then
-  counted = countAgain(throttlePrefix, at, now, hmaxUs)
+  local countersAt
+  counted, countersAt = countAgain(throttlePrefix, at, now, hmaxUs)
   saveBucketCounters()
+  counted = counted + countCountersAgain(throttlePrefix, countersAt, now, hmaxUs)
+  bucketIndexes.flush()
 end
 -- Ended already (bucketCounters looked at a gather past its time), or every one expected has told now.
 if rcall('HGET', recordKey, 'gathering') ~= epoch then return { now, counted, 2 } end

@@ -27,7 +27,7 @@ local function initRoom(ctx)
   exactRoomContext = ctx
   ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
   -- ARGV[15 + K] (lua/takeNextJobs-19.lua): the namespace's node identity the worker saw recorded.
-  ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', false, ARGV[15 + K])
+  ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', ARGV[15 + K])
 end
 
 local function roomSource(bucket)

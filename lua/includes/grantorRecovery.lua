@@ -17,20 +17,24 @@
   own node lost its record) hold for their longest window instead; if nobody told at all, the whole
   namespace does. Whichever script notices the change first (an exact delivery, a leased queue's lease)
   begins the same gather.
-  Where the Grantor API granted (apiGrants), nobody but this node remembers those grants: the throttles hold
-  for their longest window. Where the deployment's Redis keeps acknowledged writes (durableRedis), nothing
-  was lost: only the previous node's leases are waited out (hold 'lease').
+  Each Grantor of the API remembers what it granted too (src/grant/grantMemory.ts): every one whose grants may
+  still count (:api) is expected, and a live one tells (lua/reportDeliveries-1.lua, of each window counter); the
+  throttles of one that is gone hold for their longest window. Where the deployment's Redis keeps acknowledged
+  writes (durableRedis), nothing was lost: only the previous node's leases are waited out (hold 'lease').
 
   Record (<throttlePrefix>:grantor HASH, besides includes/nodeIdentity's and recoveryHold's fields):
     epoch       the count of changes seen      hmax   the longest lease asked with (ms)
     gathering   the epoch whose reports are awaited ('' once rebuilt)
     gatherUntil ms after which those that did not report hold their throttles for their longest window
-    apiGrants   '1' once the Grantor API granted here (lua/grantDeliveries-n.lua)
   <throttlePrefix>:grantor:reported   SET of the worker ids (exact) and queue ids (prefix:queue, leased) that
                                       reported for the epoch
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (one that could not tell)
-  <throttlePrefix>:grantor:expected   HASH worker id or queue id -> "<encoded throttle>:<longest ms>,...":
-                                      whose reports are awaited, the reported ones in :reported
+  <throttlePrefix>:grantor:expected   HASH worker id, queue id or Grantor id -> "<encoded throttle>:<longest
+                                      ms>,...": whose reports are awaited, the reported ones in :reported
+  <throttlePrefix>:grantor:api        HASH Grantor id -> "<ms until its grants may count>|<encoded throttle>:
+                                      <longest ms>,...": each Grantor of the API that granted here (written by
+                                      lua/grantDeliveries-n.lua on each call that granted; lapsed ones dropped
+                                      when a change is noticed)
   Needs includes/nodeIdentity, includes/recoveryHold, includes/rateCounter, includes/schedulerKeys (encodeSegment) and cjson.
 ]]
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
@@ -90,10 +94,9 @@ local function declaredLongest(entry)
 end
 
 -- Call once per script, before any counter is read; returns the record's hmax (0 when neither read nor needed:
--- leaseMs 0 and no change of node). apiHere: the caller is the Grantor API (lua/grantDeliveries-n.lua), whose
--- grants nobody but this node remembers. knownId: the node identity the caller saw recorded before
+-- leaseMs 0 and no change of node). knownId: the node identity the caller saw recorded before
 -- (includes/nodeIdentity), if any.
-function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, apiHere, knownId)
+function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, knownId)
   local registryBase = throttlePrefix .. ':registry'
   local recordKey = throttlePrefix .. ':grantor'
   local seen = checkNodeIdentity(recordKey, nowMs, knownId)
@@ -118,20 +121,16 @@ function noticeGrantorChange(throttlePrefix, nowMs, leaseMs, durable, apiHere, k
       -- Nothing was lost: only the tokens the previous node granted must be spent or expired (rule 4).
       beginRecoveryHold(throttlePrefix, nowMs, 'lease', hmax)
       rcall('HSET', recordKey, 'gathering', '')
-    elseif apiHere or rcall('HGET', recordKey, 'apiGrants') == '1' then
-      -- Some deliveries were counted by nobody that remembers them (the Grantor API's grants): nothing to
-      -- rebuild them from.
-      beginRecoveryHold(throttlePrefix, nowMs, 'window', hmax)
-      rcall('HSET', recordKey, 'gathering', '')
     else
-      -- Every exact worker remembers what it delivered (src/worker/recovery/deliveryMemory.ts), and every leased
-      -- queue keeps what it spent in its own slot (includes/queueHistory): the live ones tell (lua/
-      -- reportDeliveries-1.lua, lua/reportQueueHistory-1.lua), and only the throttles of those that never do hold
-      -- for their longest window (includes/recoveryHold's workers' gather). The hold covers the previous node's
-      -- leases too (rule 4). Whichever script notices first, exact or leased, begins the same gather: a
-      -- registry restored from an older state may have lost both kinds of entries.
+      -- Every exact worker remembers what it delivered (src/worker/recovery/deliveryMemory.ts), every leased
+      -- queue keeps what it spent in its own slot (includes/queueHistory), and every Grantor of the API what it
+      -- granted (src/grant/grantMemory.ts): the live ones tell (lua/reportDeliveries-1.lua, lua/
+      -- reportQueueHistory-1.lua), and only the throttles of those that never do hold for their longest window
+      -- (includes/recoveryHold's workers' gather). The hold covers the previous node's leases too (rule 4).
+      -- Whichever script notices first begins the same gather: a registry restored from an older state may have
+      -- lost entries of every kind.
       beginRecoveryHold(throttlePrefix, nowMs, 'gather', hmax)
-      local expected = {}
+      local expected = grantorGather.apiGrantors(recordKey, nowMs)
       for _, entry in ipairs(entries) do
         local id = gatherIdOf(entry)
         if id then
@@ -159,6 +158,30 @@ function grantorGather.state(throttlePrefix, nowMs, queueId)
   if rcall('SISMEMBER', recordKey .. ':reported', queueId) == 0 then return 'report', tonumber(fields[3]) end
   if nowMs < (tonumber(fields[2]) or 0) then return 'wait', tonumber(fields[3]) end
   return nil
+end
+
+-- Every Grantor of the API whose grants may still count, as HSET arguments of :expected (id, "<encoded
+-- throttle>:<longest ms>,..."); those whose grants all left their windows are dropped from :api.
+function grantorGather.apiGrantors(recordKey, nowMs)
+  local expected, lapsed = {}, {}
+  local flat = rcall('HGETALL', recordKey .. ':api')
+  for i = 1, #flat, 2 do
+    local bar = string.find(flat[i + 1], '|', 1, true)
+    if bar and (tonumber(string.sub(flat[i + 1], 1, bar - 1)) or 0) > nowMs then
+      expected[#expected + 1] = flat[i]
+      expected[#expected + 1] = string.sub(flat[i + 1], bar + 1)
+    else
+      lapsed[#lapsed + 1] = flat[i]
+    end
+  end
+  if #lapsed > 0 then rcall('HDEL', recordKey .. ':api', unpack(lapsed)) end
+  return expected
+end
+
+-- A Grantor of the API granted: a gather expects it until untilMs, when every grant it made here left its
+-- windows. declared: "<encoded throttle>:<longest ms>,..." of every throttle it granted, what holds if it never tells.
+function grantorGather.noteApiGrants(throttlePrefix, grantorId, untilMs, declared)
+  rcall('HSET', throttlePrefix .. ':grantor:api', grantorId, untilMs .. '|' .. declared)
 end
 
 -- Whether the gather has every report it waits for: every expected worker and queue (the live registry's when

@@ -75,9 +75,12 @@ function recoveryHeldUntilUs(throttlePrefix, encodedName, limits)
       if math.floor(nowUs() / 1000) < gatherUntil then
         recoveryRecord.gatherUntil = gatherUntil
       else
-        endWorkersGather(throttlePrefix, recoveryRecord.from)
+        -- Ending it may hold throttles (holdThrottleUntil), which drops the record read: it is read again here.
+        local record = recoveryRecord
+        endWorkersGather(throttlePrefix, record.from)
         local after = rcall('HMGET', throttlePrefix .. ':grantor', 'hold', 'perThrottle')
-        recoveryRecord.hold, recoveryRecord.perThrottle = after[1], after[2] == '1'
+        record.hold, record.perThrottle = after[1], after[2] == '1'
+        recoveryRecord = record
       end
     end
   end

@@ -40,7 +40,7 @@ export interface DeliverySetup {
   readonly concurrency: () => number;
   readonly onTokens: () => void;
   readonly report: (what: string, error: unknown) => void;
-  /** The namespace's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
+  /** The namespace's node identity the worker saw recorded ('' for none: src/recovery/namespaceIdentity.ts). */
   readonly knownNodeId: () => string;
   /** Exact workers and leased queues the worker saw alive lately, with their declarations' longest windows (DeliveryMemory.seenAlive). */
   readonly seenAlive: () => readonly (readonly [string, string])[];

@@ -7,17 +7,22 @@ import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
 import { LuaScript } from '../lua/scripts';
 import { ScriptRunner } from '../lua/scripts';
 import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { assertGrantable, resolveBuckets } from './resolveBuckets';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { GRANTED, GrantCounter, runGrantDeliveries } from '../lua/calls/grantDeliveries';
+import { GRANTED, runGrantDeliveries } from '../lua/calls/grantDeliveries';
 import { runReturnTokens } from '../lua/calls/returnTokens';
-import { decodeTokenId, encodeTokenId, TokenRecord } from './tokenId';
-import { Rate, stricterRate } from '../declarations/Rate';
+import { decodeTokenId, encodeTokenId } from './tokenId';
 import { Delivery, GrantResult } from './types';
+import { GrantRecovery } from './grantRecovery';
+import { planGrantBatch } from './grantBatchPlan';
 
 /** Most copies one grantAvailable call decides (one script call: its arguments grow with them). */
 const MAX_AVAILABLE = 1000;
+/**
+ * `wait` asks again at least this often while a gather holds its buckets (the namespace's node lost its counts):
+ * the gather ends once everyone it expects told, sooner than the latest end the refusal names.
+ */
+const GATHER_POLL_MS = 100;
 
 /**
  * Options of `new Grantor(options)`.
@@ -101,7 +106,10 @@ export interface GrantBatch {
 
 /**
  * Grants deliveries against sliding-window throttles held in Redis: at most N deliveries in any window W,
- * for every limit of every bucket, whatever the number of processes asking.
+ * for every limit of every bucket, whatever the number of processes asking. It remembers what it granted, so that
+ * a Redis node that loses the counts (a restart from an older state, a failover) is told them again within
+ * seconds (src/grant/grantRecovery.ts): from its first grant until `close()`, it reads the namespace's record
+ * once a second.
  */
 export class Grantor {
   /** The Redis key names this Grantor counts in: its prefix and throttle namespace. */
@@ -113,6 +121,8 @@ export class Grantor {
   private readonly runner: ScriptRunner;
   /** Grants are answered once a replica holds them, when the node has replicas (src/redis/ReplicaConfirmation.ts). */
   private readonly confirmation: ReplicaConfirmation;
+  /** What it granted, told to a gather when the node loses its counts (src/grant/grantRecovery.ts). */
+  private readonly recovery: GrantRecovery;
 
   /**
    * Opens a Redis connection from `connection`, or uses the client given there.
@@ -135,6 +145,7 @@ export class Grantor {
     this.connection = openClient(options.connection);
     this.runner = new ScriptRunner(this.connection.client, internals.scripts, internals.extraArgs);
     this.confirmation = new ReplicaConfirmation(() => this.keys.grantorRecord, sentinelVouchOf(this.connection.client));
+    this.recovery = new GrantRecovery(leaseMs, this.runner, this.connection.client, this.keys);
   }
 
   /** The Redis client the Grantor sends its calls through: the one given as `connection`, or the one it opened. */
@@ -169,53 +180,17 @@ export class Grantor {
    * acknowledged them: they do not count, and no id was handed out.
    */
   async grantBatch(deliveries: readonly Delivery[]): Promise<GrantBatch> {
-    const counterIndex = new Map<string, number>();
-    const counters: GrantCounter[] = [];
-    const ratesAt = new Map<number, Rate>();
-    // A counter's 1-based index, the counter added the first time it is named.
-    const counterAt = (counter: GrantCounter): number => {
-      let index = counterIndex.get(counter.key);
-      if (index === undefined) {
-        counters.push(counter);
-        index = counters.length;
-        counterIndex.set(counter.key, index);
-      }
-      return index;
-    };
-    const draws: { counter: number; cost: number }[][] = [];
-    const records: TokenRecord['throttles'][] = [];
-    for (const delivery of deliveries) {
-      assertGrantable(delivery);
-      const buckets = resolveBuckets(delivery);
-      const drawn: { counter: number; cost: number }[] = [];
-      const record: TokenRecord['throttles'][number][] = [];
-      for (const { throttle, bucket, cost } of buckets) {
-        for (const limit of throttle.limits) {
-          const key = this.keys.windowCounter(throttle.name, bucket, limit.windowMs);
-          const index = counterAt({ key, window: { max: limit.max, windowMs: limit.windowMs } });
-          // Two specs of one throttle in one batch: the stricter N holds for both.
-          const { window } = counters[index - 1] as Extract<GrantCounter, { window: unknown }>;
-          counters[index - 1] = { key, window: { max: Math.min(window.max, limit.max), windowMs: window.windowMs } };
-          drawn.push({ counter: index, cost });
-        }
-        let rate = throttle.tokenRate;
-        if (rate) {
-          const key = this.keys.rateCounter(throttle.name, bucket);
-          const index = counterAt({ key, rate });
-          // Two specs of one throttle in one batch: the stricter rate holds for both.
-          rate = stricterRate(ratesAt.get(index), rate)!;
-          ratesAt.set(index, rate);
-          counters[index - 1] = { key, rate };
-          drawn.push({ counter: index, cost });
-        }
-        record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(cost > 1 ? { count: cost } : {}) });
-      }
-      draws.push(drawn);
-      records.push(record);
-    }
+    return (await this.decide(deliveries)).batch;
+  }
+
+  /** As grantBatch, with the epoch of a gather that held a counter of the batch ('' when none did). */
+  private async decide(deliveries: readonly Delivery[]): Promise<{ batch: GrantBatch; gathering: string }> {
+    const { counters, draws, records, windowsOf, throttles } = planGrantBatch(this.keys, deliveries);
     const reply = await runGrantDeliveries(this.runner, {
       leaseMs: this.leaseMs, counters, deliveries: draws, throttlePrefix: this.keys.throttlePrefix, durableRedis: this.durableRedis,
+      ...this.recovery.standing(throttles),
     }, this.confirmation);
+    await this.recovery.granted(windowsOf.filter((_windows, i) => reply.retryAt[i] === GRANTED), reply.gathering);
     const { nowUs } = reply;
     const grantedAt = Math.floor(nowUs / 1000);
     const nonce = randomBytes(9).toString('base64url');
@@ -225,7 +200,7 @@ export class Grantor {
       const id = encodeTokenId({ nonce: `${nonce}.${i}`, grantUs: nowUs, leaseMs: this.leaseMs, throttles: records[i] });
       return { granted: true, id, grantedAt };
     });
-    return { nowUs, results };
+    return { batch: { nowUs, results }, gathering: reply.gathering };
   }
 
   /**
@@ -311,10 +286,11 @@ export class Grantor {
     const deadline = options.maxWaitMs === undefined ? Infinity : Date.now() + options.maxWaitMs;
     for (;;) {
       options.signal?.throwIfAborted();
-      const { nowUs, results } = await this.grantBatch([delivery]);
+      const { batch: { nowUs, results }, gathering } = await this.decide([delivery]);
       const [result] = results;
       if (result.granted) return result;
-      const untilRoomMs = Math.max(1, Math.ceil(result.retryAt - nowUs / 1000));
+      const roomMs = Math.max(1, Math.ceil(result.retryAt - nowUs / 1000));
+      const untilRoomMs = gathering ? Math.min(roomMs, GATHER_POLL_MS) : roomMs;
       const leftMs = deadline - Date.now();
       if (leftMs <= 0) return result;
       await sleep(Math.min(untilRoomMs, leftMs), undefined, { signal: options.signal });
@@ -322,10 +298,13 @@ export class Grantor {
   }
 
   /**
-   * Closes the Redis connection the Grantor opened. A client given as `connection` stays open: its owner closes
-   * it. Tokens granted stay counted; use the Grantor no more after this.
+   * Stops the Grantor's check for a gather and closes the Redis connection it opened. A client given as
+   * `connection` stays open: its owner closes it. Tokens granted stay counted; should the node counting them lose
+   * them before they left their windows, nobody can tell a gather about them any more, and the throttles they were
+   * granted in hold for their longest window. Use the Grantor no more after this.
    */
   async close(): Promise<void> {
+    await this.recovery.close();
     await closeClient(this.connection);
   }
 }

@@ -39,7 +39,7 @@ export interface LeasedContext {
   /** Tokens went into the queue's pools: slots waiting for room should look again. */
   onTokens(): void;
   report(what: string, error: unknown): void;
-  /** The grantor's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
+  /** The grantor's node identity the worker saw recorded ('' for none: src/recovery/namespaceIdentity.ts). */
   knownNodeId(): string;
   /** Exact workers and leased queues the worker saw alive lately: a grantor rebuilding its counts waits for their reports too. */
   seenAlive(): readonly (readonly [string, string])[];

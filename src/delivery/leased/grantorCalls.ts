@@ -79,7 +79,7 @@ export interface Asker {
   readonly holdMs: number;
   /** Units the worker holds and has free, by bucket: a grant uses them first. */
   readonly credit: readonly BucketUnits[];
-  /** The grantor's node identity the worker saw recorded ('' for none: src/worker/recovery/namespaceIdentity.ts). */
+  /** The grantor's node identity the worker saw recorded ('' for none: src/recovery/namespaceIdentity.ts). */
   readonly knownNodeId: string;
 }
 

@@ -27,11 +27,21 @@ export interface GrantDeliveriesInput {
   readonly throttlePrefix: string;
   /** Redis keeps acknowledged writes (durableRedis). */
   readonly durableRedis: boolean;
+  /** The Grantor's id: a gather after a change of node expects it while its grants may count. */
+  readonly grantorId: string;
+  /** How long (ms) a grant made now may count: the longest window it granted in, and h. */
+  readonly countsForMs: number;
+  /** "<encoded throttle>:<longest ms>,..." of every throttle the Grantor granted: what holds if it never tells. */
+  readonly declared: string;
+  /** The node identity the Grantor saw recorded before ('' for none). */
+  readonly knownNodeId: string;
 }
 
 export interface GrantDeliveriesReply {
   /** The Redis time of the grant (us). */
   nowUs: number;
+  /** The epoch of a gather that holds a counter of the batch ('' when none does): the Grantor tells it what it granted. */
+  gathering: string;
   /** Per delivery: GRANTED, or the earliest time (ms, Redis clock) at which it could fit. */
   retryAt: number[];
 }
@@ -47,7 +57,7 @@ export function grantDeliveriesCall(input: GrantDeliveriesInput): ScriptCallSpec
     args.push(draws.length);
     for (const { counter, cost } of draws) args.push(counter, cost);
   }
-  args.push(input.throttlePrefix, flagArg(input.durableRedis));
+  args.push(input.throttlePrefix, flagArg(input.durableRedis), input.grantorId, input.countsForMs, input.declared, input.knownNodeId);
   return variableCall(grantDeliveriesScript, input.counters.map((counter) => counter.key), args);
 }
 
@@ -57,11 +67,11 @@ export function runGrantDeliveries(runner: ScriptRunner, input: GrantDeliveriesI
 }
 
 export function parseGrantDeliveriesReply(raw: unknown): GrantDeliveriesReply {
-  const reply = raw as number[];
-  return { nowUs: Number(reply[0]), retryAt: reply.slice(1).map(Number) };
+  const reply = raw as (number | string)[];
+  return { nowUs: Number(reply[0]), gathering: String(reply[1]), retryAt: reply.slice(2).map(Number) };
 }
 
 /** A reply that granted at least one delivery: what ReplicaConfirmation must confirm. */
 export function grantedAnyDelivery(raw: unknown): boolean {
-  return (raw as number[]).slice(1).some((retryAt) => Number(retryAt) === GRANTED);
+  return (raw as (number | string)[]).slice(2).some((retryAt) => Number(retryAt) === GRANTED);
 }

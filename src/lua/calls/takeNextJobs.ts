@@ -69,7 +69,7 @@ export interface TakeCall {
   durableRedis: boolean;
   /** When the call is too late to count a delivery (us, the node's clock; 0 or absent: no limit). */
   lateAfterUs?: number;
-  /** The namespace's node identity this worker saw recorded (src/worker/recovery/namespaceIdentity.ts; '' for none). */
+  /** The namespace's node identity this worker saw recorded (src/recovery/namespaceIdentity.ts; '' for none). */
   knownNodeId?: string;
   /** One lock token per slot asking: up to that many jobs are delivered. */
   tokens: readonly string[];

@@ -3,14 +3,8 @@ import { bucketsOfTicket, deadlineOf } from '../../delivery/lateStartTickets';
 import { ThrottleSpec } from '../../declarations/ThrottleSpec';
 import { encodeSegment } from '../../keys/keyEncoding';
 import type { RegistryEntry } from '../../queueState/registryEntry';
+import { RecentCounts } from '../../recovery/recentCounts';
 
-/** A bucket's memory is kept in this many slots of its longest window. */
-const SLOTS_PER_WINDOW = 64;
-/**
- * More slots than this (over every bucket), and the worker stops remembering: it can no longer vouch for what it
- * delivered. A slot costs some 50 bytes: at most about 25 MB, e.g. 8,000 buckets busy in every slot of their window.
- */
-const MOST_SLOTS = 500_000;
 /** Slots are swept of what left every window after this many deliveries. */
 const SWEEP_EVERY = 10_000;
 
@@ -18,13 +12,6 @@ const SWEEP_EVERY = 10_000;
 const PARSED_TICKETS = 4_096;
 
 interface TicketWindows { readonly bucketId: string; readonly longestMs: number; readonly cost: number; readonly leaseMs?: number }
-
-interface BucketMemory {
-  readonly longestMs: number;
-  readonly slotMs: number;
-  /** Slot start (ms, this process's monotonic clock) -> deliveries' cost in it. */
-  readonly slots: Map<number, number>;
-}
 
 /** What a worker tells a workers' gather (lua/reportDeliveries-1.lua). */
 export interface DeliveryReport {
@@ -53,16 +40,15 @@ export function declaredLongest(declarations: readonly ThrottleSpec[]): string {
  * Times are this process's monotonic clock: a delivery reported looks no older than it is (the safe direction).
  */
 export class DeliveryMemory {
-  private readonly buckets = new Map<string, BucketMemory>();
+  /** Per bucket id, the deliveries' cost, for its longest window. */
+  private readonly buckets = new RecentCounts();
   /**
    * Who it saw alive, by who tells a gather for them: an exact worker by its id, a leased queue by prefix:queue
    * (its records tell, whichever of its workers reports). A gather waits for each (seenAlive).
    */
   private readonly seen = new Map<string, { declared: string; longestMs: number; seenAt: number }>();
   private readonly parsedTickets = new Map<string, readonly TicketWindows[]>();
-  private overflowed = false;
   private sinceSweep = 0;
-  private slotCount = 0;
   /**
    * The longest lease (ms) a remembered delivery was counted with: h, or a bucket's longer lease far from full
    * ("~<L>", lua/includes/exactRoom.lua). Never lowered (at most 250 ms): the node's record of it (hmax) may be
@@ -75,17 +61,20 @@ export class DeliveryMemory {
 
   /** A delivery call's tickets (TakeReply.tickets, exact delivery): each job's buckets, costs and windows; hMs: the call's h. */
   noteDeliveries(tickets: readonly string[], now: number = performance.now(), hMs = 0): void {
-    if (this.overflowed) return;
+    if (!this.buckets.whole) return;
     for (const ticket of tickets) {
       if (!ticket) continue;
       for (const { bucketId, longestMs, cost, leaseMs } of this.parsed(ticket)) {
-        this.note(bucketId, longestMs, cost, now);
-        if (this.overflowed) return;
+        this.buckets.note(bucketId, longestMs, cost, now);
+        if (!this.buckets.whole) return;
         this.longestLeaseMs = Math.max(this.longestLeaseMs, leaseMs ?? hMs);
       }
     }
     this.sinceSweep += tickets.length;
-    if (this.sinceSweep >= SWEEP_EVERY) this.sweep(now);
+    if (this.sinceSweep >= SWEEP_EVERY) {
+      this.sinceSweep = 0;
+      this.buckets.sweep(now);
+    }
   }
 
   /** The windowed buckets a ticket names; the same tickets come again and again (a bucket's jobs), so they are kept parsed. */
@@ -127,17 +116,12 @@ export class DeliveryMemory {
 
   /** Whether the memory holds every delivery this worker made (false past its bound). */
   get whole(): boolean {
-    return !this.overflowed;
+    return this.buckets.whole;
   }
 
   report(declared: string, now: number = performance.now()): DeliveryReport {
-    this.sweep(now);
-    const buckets: [string, [number, number][]][] = [];
-    for (const [bucketId, memory] of this.buckets) {
-      // Ago from each slot's end: every delivery in it looks as recent as the latest could be.
-      buckets.push([bucketId, [...memory.slots].map(([start, count]) => [Math.max(0, Math.floor((now - start - memory.slotMs) * 1000)), count])]);
-    }
-    return { declared, peers: this.seenAlive(now), buckets, leaseMs: this.longestLeaseMs };
+    this.sinceSweep = 0;
+    return { declared, peers: this.seenAlive(now), buckets: this.buckets.report(now), leaseMs: this.longestLeaseMs };
   }
 
   /**
@@ -145,45 +129,7 @@ export class DeliveryMemory {
    * memory, or a recovery would count it again and the throttle let fewer through than it allows.
    */
   forget(ticket: string, notedAt: number): void {
-    if (!ticket || this.overflowed) return;
-    for (const { bucketId, cost } of this.parsed(ticket)) {
-      const memory = this.buckets.get(bucketId);
-      if (!memory) continue;
-      const start = Math.floor(notedAt / memory.slotMs) * memory.slotMs;
-      const left = (memory.slots.get(start) ?? 0) - cost;
-      if (left > 0) {
-        memory.slots.set(start, left);
-      } else if (memory.slots.delete(start)) {
-        this.slotCount--;
-      }
-    }
-  }
-
-  private note(bucketId: string, longestMs: number, cost: number, now: number): void {
-    let memory = this.buckets.get(bucketId);
-    if (!memory || memory.longestMs < longestMs) {
-      memory = { longestMs, slotMs: Math.max(1, Math.ceil(longestMs / SLOTS_PER_WINDOW)), slots: memory?.slots ?? new Map() };
-      this.buckets.set(bucketId, memory);
-    }
-    const start = Math.floor(now / memory.slotMs) * memory.slotMs;
-    const before = memory.slots.get(start);
-    memory.slots.set(start, (before ?? 0) + cost);
-    if (before === undefined && ++this.slotCount > MOST_SLOTS) {
-      this.overflowed = true;
-      this.buckets.clear();
-    }
-  }
-
-  private sweep(now: number): void {
-    this.sinceSweep = 0;
-    for (const [bucketId, memory] of this.buckets) {
-      for (const start of memory.slots.keys()) {
-        if (start + memory.slotMs < now - memory.longestMs) {
-          memory.slots.delete(start);
-          this.slotCount--;
-        }
-      }
-      if (memory.slots.size === 0) this.buckets.delete(bucketId);
-    }
+    if (!ticket || !this.buckets.whole) return;
+    for (const { bucketId, cost } of this.parsed(ticket)) this.buckets.unnote(bucketId, cost, notedAt);
   }
 }

@@ -6,7 +6,7 @@ import { RedisClient } from '../../redis/connection';
 import { declarationData } from '../declarations/declarationRegistry';
 import { DeliveryMemory, declaredLongest } from './deliveryMemory';
 import { DeliveryReporter } from './deliveryReporter';
-import { NamespaceIdentity } from './namespaceIdentity';
+import { NamespaceIdentity } from '../../recovery/namespaceIdentity';
 import type { RegistryEntry } from '../../queueState/registryEntry';
 
 /** learnIdentity reads the record at most this often while it knows no identity. */
@@ -31,7 +31,7 @@ export interface RecoveryBeat {
 /**
  * What a worker keeps so that the node counting its namespace can lose its counts (a restart from an older
  * state, a failover to a replica that lacked them) without the throttles holding for their longest window: the
- * node's identity it saw (namespaceIdentity.ts), what it delivered and which workers it saw (deliveryMemory.ts),
+ * node's identity it saw (src/recovery/namespaceIdentity.ts), what it delivered and which workers it saw (deliveryMemory.ts),
  * told to the namespace's workers' gather on a heartbeat (deliveryReporter.ts).
  */
 export class NamespaceRecovery {
