@@ -85,6 +85,14 @@ export class GrantRecovery {
   }
 
   private async check(): Promise<void> {
+    if (this.client.status === 'end') {
+      // A client given as `connection` that its owner closed: nothing more is granted through it.
+      clearInterval(this.timer);
+      return;
+    }
+    // Nor is a command sent once its owner asked it to quit: written to a socket Redis is closing, it would fail
+    // (ECONNRESET) and make the owner's quit() reject.
+    if (this.client.status !== 'ready' || (this.client as unknown as { manuallyClosing?: boolean }).manuallyClosing) return;
     const [id, hold, gathering] = await this.client.hmget(this.keys.grantorRecord, 'id', 'hold', 'gathering');
     this.identity.note(id);
     if (hold === 'gather' && gathering) await this.tell(gathering);
