@@ -1,7 +1,8 @@
 --[[
   An exact worker (or a Grantor of the API, of its grants) tells the namespace, while it gathers after a restart
-  or failover lost what its node counted (includes/grantorRecovery, includes/recoveryHold's workers' gather), what it delivered lately, from its own
-  memory (src/worker/recovery/deliveryMemory.ts), counted again (includes/countAgain). A delivery the node kept is
+  or failover lost what its node counted (includes/grantorRecovery, includes/recoveryHold's workers' gather),
+  what it delivered lately, from its own memory (src/worker/recovery/deliveryMemory.ts, src/grant/
+  grantMemory.ts), counted again (includes/countAgain). A delivery the node kept is
   counted twice: the safe direction. The worker counts as reported (a second report of the same gather counts nothing), and
   the workers it saw alive within their throttles' longest window are expected too: when every expected worker
   has told, the gather ends, and the throttles go on after the hold's lease.

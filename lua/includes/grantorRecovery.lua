@@ -26,8 +26,8 @@
     epoch       the count of changes seen      hmax   the longest lease asked with (ms)
     gathering   the epoch whose reports are awaited ('' once rebuilt)
     gatherUntil ms after which those that did not report hold their throttles for their longest window
-  <throttlePrefix>:grantor:reported   SET of the worker ids (exact) and queue ids (prefix:queue, leased) that
-                                      reported for the epoch
+  <throttlePrefix>:grantor:reported   SET of the worker ids (exact), queue ids (prefix:queue, leased) and
+                                      Grantor ids (api.<random>) that reported for the epoch
   <throttlePrefix>:grantor:holds      HASH throttle -> ms until which it is held (one that could not tell)
   <throttlePrefix>:grantor:expected   HASH worker id, queue id or Grantor id -> "<encoded throttle>:<longest
                                       ms>,...": whose reports are awaited, the reported ones in :reported

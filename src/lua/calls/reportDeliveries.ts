@@ -3,8 +3,9 @@ import { BucketHistory, pushBucketHistory } from './readQueueHistory';
 import { fixedCall, fixedKeysScript, ScriptArg, sendCall } from './scriptCall';
 
 /**
- * lua/reportDeliveries-1.lua, in the namespace's slot: an exact worker (or a Grantor of the API) tells a workers' gather (after a restart or
- * failover lost what the node counted) what it delivered lately, from its own memory, or that it cannot.
+ * lua/reportDeliveries-1.lua, in the namespace's slot: an exact worker (or a Grantor of the API) tells a workers'
+ * gather (after a restart or failover lost what the node counted) what it delivered (or granted) lately, from its
+ * own memory, or that it cannot.
  */
 export const reportDeliveriesScript = fixedKeysScript('reportDeliveries', ['slot']);
 
