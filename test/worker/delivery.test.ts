@@ -159,13 +159,15 @@ describe('ThrottledWorker delivery', () => {
     const queue = bed.queue('held');
     const added = await queue.addBulk([1, 2, 3].map((i) => ({ name: 'n', data: { i } })));
     const processed: string[] = [];
-    bed.worker('held', async (job) => { processed.push(job.id!); }, { throttles: [Throttle.named('slow').limit(1, '1m')] });
+    const worker = bed.worker('held', async (job) => { processed.push(job.id!); }, { throttles: [Throttle.named('slow').limit(1, '1m')] });
     await waitFor(() => processed.length === 1, 10_000, 'one delivery');
     await new Promise((r) => setTimeout(r, 300));
     expect(processed).toEqual([added[0].id]);
     const events = await redis.xrange(`${bed.prefix}:held:events`, '-', '+');
     const activeIds = events.filter(([, fields]) => fields[1] === 'active').map(([, fields]) => fields[3]);
-    expect(activeIds).toEqual([added[0].id]);
+    // Only the job that went; once more for each time it was put back for starting late (a loaded machine's
+    // first start may miss its deadline: it is delivered again, its token given back, as bullmq moves it anew).
+    expect(activeIds).toEqual(Array.from({ length: 1 + worker.startDeadline.putBack }, () => added[0].id));
     for (const job of added.slice(1)) {
       expect(await redis.exists(`${bed.prefix}:held:${job.id}:lock`)).toBe(0);
       const [ats, atm, processedOn] = await redis.hmget(`${bed.prefix}:held:${job.id}`, 'ats', 'atm', 'processedOn');
