@@ -74,13 +74,14 @@ export class GrantRecovery {
 
   private startChecking(): void {
     if (this.timer || this.closed) return;
-    this.timer = setInterval(() => {
-      if (this.checking) return;
-      // A failed read waits for the next check: a Redis that is down cannot gather either.
-      this.checking = this.check().catch(() => undefined).finally(() => { this.checking = undefined; });
-    }, CHECK_EVERY_MS);
+    this.timer = setInterval(() => { if (!this.checking) this.checkInBackground(); }, CHECK_EVERY_MS);
     this.timer.unref();
     // The identity the first grant recorded: a node that loses the record is a change, not a new namespace.
+    this.checkInBackground();
+  }
+
+  private checkInBackground(): void {
+    // A failed read waits for the next check: a Redis that is down cannot gather either.
     this.checking = this.check().catch(() => undefined).finally(() => { this.checking = undefined; });
   }
 
