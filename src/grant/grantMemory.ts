@@ -27,6 +27,7 @@ export class GrantMemory {
   private readonly counters = new Map<string, { bucketId: string; max: number; windowMs: number }>();
   /** Per encoded throttle name: its longest span (ms) as granted. */
   private readonly throttles = new Map<string, number>();
+  private readonly noted = new WeakSet<ThrottleSpec>();
   private declaredText = '';
   private longestMs = 0;
 
@@ -34,6 +35,9 @@ export class GrantMemory {
 
   /** A throttle about to be granted in: a gather that never hears from this Grantor holds it for its longest span. */
   noteThrottle(throttle: ThrottleSpec): void {
+    // Every grant call names its throttles: the same specs come again and again (they are immutable).
+    if (this.noted.has(throttle)) return;
+    this.noted.add(throttle);
     const name = encodeSegment(throttle.name);
     const spanMs = longestSpanMs(throttle);
     if ((this.throttles.get(name) ?? -1) >= spanMs) return;
