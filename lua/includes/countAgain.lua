@@ -45,10 +45,11 @@ local function countCountersAgain(throttlePrefix, at, now, hmaxUs)
     local head, tail = counterKeyParts(base, ARGV[at + 3])
     local counter = loadCounter(head .. bucket.bucket .. tail, tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]), now)
     counter.statsBase, counter.bucket = base, bucket.bucket
+    local alone = { counter }
     local slots = tonumber(ARGV[at + 4])
     for s = 1, slots do
       local count = tonumber(ARGV[at + 4 + 2 * s])
-      countReleasedAgain({ counter }, now, tonumber(ARGV[at + 3 + 2 * s]), count, hmaxUs)
+      countReleasedAgain(alone, now, tonumber(ARGV[at + 3 + 2 * s]), count, hmaxUs)
       counted = counted + count
     end
     saveCounter(counter)
