@@ -26,7 +26,7 @@ export interface DeliverySetup {
   readonly grantor?: { connection: ConnectionInput };
   /** The worker's connection and a runner on it. */
   readonly client: RedisClient;
-  readonly runner: () => ScriptRunner;
+  readonly runner: ScriptRunner;
   /** Exact delivery's h with leaseMs 'auto', as the worker chooses it at each call (src/worker/lateStarts/startDeadlines.ts). */
   readonly startDeadlineMs: () => number;
   /** The rest of each delivery call (bullmq's keys, lock duration, limiter), given the lease chosen here. */
@@ -60,7 +60,7 @@ export interface ChosenDelivery {
 export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   const { grantor, logger, queue, keys, queueKeys } = setup;
   const grantorConnection = grantor ? openClient(grantor.connection, { maxRetriesPerRequest: null }) : undefined;
-  const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner();
+  const namespaceRunner = grantorConnection ? new ScriptRunner(grantorConnection.client, setup.scripts) : setup.runner;
   const mode = deliveryMode(setup.client, Boolean(grantor), keys, queueKeys);
   const chosenHere = mode === 'exact' && (setup.leaseMs === 'auto' || setup.leaseMs === undefined);
   const leaseMs = typeof setup.leaseMs === 'number' ? setup.leaseMs : mode === 'leased' ? DEFAULT_LEASE_MS : chosenHere ? START_DEADLINE_CEILING_MS : 0;
@@ -75,8 +75,9 @@ export function createDelivery(setup: DeliverySetup): ChosenDelivery {
   // One vouch per client: without a grantor connection, the queue's and the grantor's are the same client.
   const queueVouch = sentinelVouchOf(setup.client);
   const grantorConfirmation = new ReplicaConfirmation(() => keys.grantorRecord, grantorConnection ? sentinelVouchOf(grantorConnection.client) : queueVouch);
-  const delivery = mode === 'exact' ? new ExactDelivery(setup.runner, call, queueKeys.node, new InFlightRelease(setup.runner, queueKeys, logger), keys, queueVouch) : new LeasedDelivery({
-    queue: setup.runner,
+  const runner = () => setup.runner;
+  const delivery = mode === 'exact' ? new ExactDelivery(runner, call, queueKeys.node, new InFlightRelease(runner, queueKeys, logger), keys, queueVouch) : new LeasedDelivery({
+    queue: runner,
     grantor: () => ({ runner: namespaceRunner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: grantorConfirmation }),
     call,
     leaseMs,

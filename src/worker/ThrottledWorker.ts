@@ -168,7 +168,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // start it later than its delivery was counted for).
     const timed = typeof processor === 'function'
       ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
-        const costFailure = gate.jobs.costFailure(job as Job);
+        const costFailure = gate.jobs?.costFailure(job as Job);
         // bullmq fails an UnrecoverableError at once, whatever attempts are left.
         if (costFailure) throw new UnrecoverableError(costFailure);
         const late = gate.lateStart(job.id);
@@ -177,10 +177,10 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
         const startedMs = Date.now();
         try {
           const running = (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
-          gate.jobs.started(job.processedOn, startedMs);
+          gate.dispatchDelay.started(job.processedOn, startedMs);
           return await running;
         } finally {
-          gate.jobs.ended(performance.now() - startedAt);
+          gate.dispatchDelay.ended(performance.now() - startedAt);
         }
       }) as Processor<DataType, ResultType, NameType>
       : processor;
@@ -266,7 +266,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       next = await (super.handleCompleted as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, result, job, token, ...rest);
     } finally {
       // Whatever became of the completion: a job still active keeps its count (releaseInFlight checks).
-      void this.gate.jobs.jobEnded(job.id);
+      void this.gate.jobs?.jobEnded(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }
@@ -282,7 +282,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     if (err instanceof LateStartError) {
       // Its concurrency goes while the job is still locked: back in wait it may be delivered again at once, and a
       // release after that would take the new delivery's count. It is marked to go first there too.
-      await Promise.all([this.gate.jobs.jobEnded(job.id), this.gate.latePutBacks.ready(job.id)]);
+      await Promise.all([this.gate.jobs?.jobEnded(job.id), this.gate.latePutBacks?.ready(job.id)]);
       released = true;
       // bullmq's own path for a job its processor rate-limited: back to wait (held there again), no attempt made.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
@@ -291,8 +291,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       // Its buckets pause first, so that the job, back in wait, is held there rather than delivered again; it is
       // marked to go first there once they resume.
       await Promise.all([
-        this.gate.jobs.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error)),
-        this.gate.latePutBacks.markRetryAfter(job.id),
+        this.gate.jobs?.retryAfter(job as Job, err).catch((error: Error) => this.emit('error', error)),
+        this.gate.latePutBacks?.markRetryAfter(job.id),
       ]);
       // bullmq's own path for a job its processor rate-limited: back to wait, no attempt counted.
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
@@ -302,9 +302,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     try {
       next = await (super.handleFailed as (...args: unknown[]) => Promise<Job<DataType, ResultType, NameType>>).call(this, err, job, token, ...rest);
     } finally {
-      if (!released) void this.gate.jobs.jobEnded(job.id);
+      if (!released) void this.gate.jobs?.jobEnded(job.id);
       // Back in wait, first: the rest of its put-back.
-      else this.gate.latePutBacks.moved(job.id);
+      else this.gate.latePutBacks?.moved(job.id);
     }
     return next ?? this.nextHandedOver(token);
   }

@@ -28,7 +28,8 @@ const RETRY_MOST_MS = 1_000;
 export interface JobCompleterOptions {
   queue: string;
   backend: GatedQueue;
-  runner: () => ScriptRunner | undefined;
+  /** Runs the batches; none before the gate connects, when each completion goes alone through bullmq (completeAlone). */
+  runner?: ScriptRunner;
   /** Where a refused completion's token goes, so that the slot's next fetch gets no job (see lua/completeJobs-n.lua). */
   refusedTokensKey: string;
   /** bullmq's own moveToFinished call, for completions a batch could not make. */
@@ -36,7 +37,7 @@ export interface JobCompleterOptions {
   /** True once the worker closes: a completion then stops trying (as bullmq's retryIfFailed does). */
   closing: () => boolean;
   /** The worker's lockDuration: when a completion left in doubt is taken back by bullmq's stalled-job check. */
-  lockDuration: () => number;
+  lockDuration: number;
   report: (task: string, error: unknown) => void;
   recovered: (task: string) => void;
 }
@@ -129,7 +130,7 @@ export class JobCompleter {
             throw new CompletionInDoubtError(
               `ThrottledWorker('${this.options.queue}'): job ${jobId} was processed, but its completion got no answer from Redis before the worker `
               + `closed (${(error as Error).message}). The job is not failed: bullmq's stalled-job check moves it back to wait once its lock `
-              + `lapses (lockDuration ${this.options.lockDuration()} ms) and it runs again; make the processor idempotent, or close the worker `
+              + `lapses (lockDuration ${this.options.lockDuration} ms) and it runs again; make the processor idempotent, or close the worker `
               + 'only once Redis answers, to avoid the second run.',
               jobId, error,
             );
@@ -164,14 +165,14 @@ export class JobCompleter {
   }
 
   private async serve(batch: PendingRequest<Completion, unknown>[]): Promise<void> {
-    const runner = this.options.runner();
+    const runner = this.options.runner;
     const first = batch[0].request.args;
     // One call serves completions that share every key but the job's (the same queue, to 'completed').
     const together = runner ? batch.filter((p) => completionsShareKeys(p.request.args, first)) : [];
     const alone = batch.filter((p) => !together.includes(p));
     try {
-      if (together.length > 0) {
-        const codes = await runCompleteJobs(runner!, { jobs: together.map((p) => p.request.args), refusedTokens: this.options.refusedTokensKey });
+      if (runner && together.length > 0) {
+        const codes = await runCompleteJobs(runner, { jobs: together.map((p) => p.request.args), refusedTokens: this.options.refusedTokensKey });
         together.forEach((p, i) => p.resolve(codes[i]));
       }
     } catch (error) {

@@ -11,7 +11,7 @@ import { JobClassifier } from '../../queueState/jobClassifier';
 import { QueueConfig } from '../../queueState/queueConfig';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
 
-/** What ProcessedJobs needs of its ThrottleGate; the getters answer what the gate holds at the time of the call. */
+/** What ProcessedJobs needs of its connected gate. */
 export interface ProcessedJobsContext {
   readonly queue: string;
   readonly logger: Logger;
@@ -19,12 +19,15 @@ export interface ProcessedJobsContext {
   readonly queueKeys: QueueThrottleKeys;
   readonly workerId: string;
   readonly declarationTtlMs: number;
+  /** The config the worker holds now (undefined before it has one). */
   config(): QueueConfig | undefined;
-  classifier(): JobClassifier;
-  runner(): ScriptRunner | undefined;
-  namespaceRunner(): ScriptRunner | undefined;
-  workerClient(): RedisClient | undefined;
-  delivery(): Delivery | undefined;
+  readonly classifier: JobClassifier;
+  /** Runs in the throttle namespace's slot: the worker's own connection, or the grantor option's. */
+  readonly namespaceRunner: ScriptRunner;
+  readonly workerClient: RedisClient;
+  readonly delivery: Delivery;
+  /** The gate's, which its processors' starts and runs are noted in (ThrottledWorker) from before it connects. */
+  readonly dispatchDelay: DispatchDelay;
 }
 
 /**
@@ -33,19 +36,7 @@ export interface ProcessedJobsContext {
  * gives back a concurrency slot, and the pause a RetryAfterError asks for.
  */
 export class ProcessedJobs {
-  readonly dispatchDelay = new DispatchDelay();
-
   constructor(private readonly context: ProcessedJobsContext) {}
-
-  /** A processor starts on a job (ThrottledWorker wraps the processor): its dispatch delay is noted. */
-  started(processedOn: number | undefined, startedMs?: number): void {
-    this.dispatchDelay.started(processedOn, startedMs);
-  }
-
-  /** A processor returned or threw after running `ms`. */
-  ended(ms: number): void {
-    this.dispatchDelay.ended(ms);
-  }
 
   /**
    * Why a delivered job cannot be run, if so: its cost in a throttle is missing or could never fit (jobCost; it
@@ -55,7 +46,7 @@ export class ProcessedJobs {
     const config = this.context.config();
     if (!config || !config.throttles.some((t) => t.costSpec)) return undefined;
     const raw = job as unknown as { opts: unknown; priority?: number; data: unknown; name: string; id?: string };
-    return this.context.classifier().place({
+    return this.context.classifier.place({
       id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),
       priority: String(raw.priority ?? 0), storedAttributes: null,
     }, config).costError;
@@ -64,16 +55,15 @@ export class ProcessedJobs {
   /** A job this worker ran has ended (completed, failed, moved): the concurrency it held returns. */
   jobEnded(jobId: string | undefined): Promise<void> {
     const counted = this.context.config()?.throttles.some((t) => t.maxInFlight !== undefined);
-    const delivery = this.context.delivery();
-    if (!counted || jobId === undefined || !delivery) return Promise.resolve();
-    return delivery.jobEnded(jobId);
+    if (!counted || jobId === undefined) return Promise.resolve();
+    return this.context.delivery.jobEnded(jobId);
   }
 
   /** This worker's dispatch delay, in the queue's slot, for throttleStats (lasts a few heartbeats). */
   async publishDispatchDelay(): Promise<void> {
-    const delay = this.dispatchDelay.percentiles();
-    const client = this.context.workerClient();
-    if (!delay || !client) return;
+    const delay = this.context.dispatchDelay.percentiles();
+    const client = this.context.workerClient;
+    if (!delay) return;
     const key = this.context.queueKeys.dispatchDelays;
     await client.hset(key, this.context.workerId, `${delay.p50} ${delay.p99} ${delay.samples} ${Date.now()} ${delay.processingMs === null ? '-' : delay.processingMs.toFixed(1)}`);
     await client.pexpire(key, this.context.declarationTtlMs * 3);
@@ -86,10 +76,10 @@ export class ProcessedJobs {
    */
   async retryAfter(job: Job, error: RetryAfterError): Promise<void> {
     const config = this.context.config();
-    const runner = this.context.namespaceRunner();
-    if (!config || !runner) return;
+    const runner = this.context.namespaceRunner;
+    if (!config) return;
     const { logger, queue } = this.context;
-    const buckets = bucketsToPause(job, error, this.context.classifier(), config);
+    const buckets = bucketsToPause(job, error, this.context.classifier, config);
     if (buckets.length === 0) {
       logger.warn({ queue, jobId: job.id, throttle: error.throttle }, 'RetryAfterError names no bucket of this job: nothing paused, the job goes back to wait');
       return;
@@ -97,8 +87,8 @@ export class ProcessedJobs {
     await pauseBuckets(runner, this.context.keys, buckets, error.retryAfterMs);
     // Leased, the queue's pools of those buckets hold tokens leased before the pause: marked paused in the queue's
     // slot too (expiring with the pause, on that node's clock), so that no delivery call spends them meanwhile.
-    const client = this.context.workerClient();
-    if (this.context.delivery()?.mode === 'leased' && client) {
+    const client = this.context.workerClient;
+    if (this.context.delivery.mode === 'leased') {
       for (const { name, segment } of buckets) {
         await client.set(this.context.queueKeys.leasedPause(`${encodeSegment(name)}=${segment}`), '1', 'PX', error.retryAfterMs);
       }

@@ -18,7 +18,8 @@ export interface LifecycleContext {
   readonly workerId: string;
   readonly keys: ThrottleKeys;
   readonly queueKeys: QueueThrottleKeys;
-  markerKey(): string;
+  /** bullmq's marker of the queue, which a new config generation wakes the queue's workers through. */
+  readonly markerKey: string;
   closed(): boolean;
   /** Another worker published a new throttle set: held jobs of the old one are classified again. */
   onGenerationChange(): void;
@@ -44,10 +45,6 @@ export class DeclarationLifecycle {
   open(queue: ScriptRunner, namespace: ScriptRunner, entry: RegistryEntry): void {
     this.runners ??= { queue, namespace };
     this.registry ??= new DeclarationRegistry(namespace, this.context.keys, entry, this.context.declarationTtlMs);
-  }
-
-  get opened(): boolean {
-    return this.registry !== undefined;
   }
 
   takeLapsedQueues(): string[] {
@@ -102,7 +99,7 @@ export class DeclarationLifecycle {
     throttles: readonly EffectiveThrottle[] = config?.throttles ?? [], leaving = false,
   ): Promise<PublishOutcome> {
     const { keys, queueKeys, declarationTtlMs, workerId } = this.context;
-    return publishQueueConfig({ queue: runners.queue, throttles: runners.namespace, keys, queueKeys, markerKey: this.context.markerKey() }, {
+    return publishQueueConfig({ queue: runners.queue, throttles: runners.namespace, keys, queueKeys, markerKey: this.context.markerKey }, {
       config, version, force, throttles, stateTtlMs: declarationTtlMs * 3,
       // The queue's own record of this worker lapses a little before the registry's (both stay far longer than
       // a heartbeat): once the registry says a worker lapsed, releaseHeld finds it lapsed on the queue's side too.

@@ -16,10 +16,10 @@ export interface PlacerContext {
   readonly queue: string;
   readonly queueKeys: QueueThrottleKeys;
   readonly classifier: JobClassifier;
-  runner(): ScriptRunner;
+  readonly runner: ScriptRunner;
   /** bullmq's keys of the queue and the worker's connection. */
-  bullmqKeys(): Readonly<Record<string, string>>;
-  client(): Promise<RedisClient>;
+  readonly bullmqKeys: Readonly<Record<string, string>>;
+  readonly client: RedisClient;
   /** The config the worker holds now (undefined before it has one). */
   config(): QueueConfig | undefined;
   /** Reads the registry again and adopts what it adds up to. */
@@ -45,8 +45,8 @@ export class HeldJobPlacer {
   classifyBatch(): Promise<number> {
     this.classifying ??= (async () => {
       try {
-        const { jobs } = await runIntakeJobs(this.context.runner(), {
-          bullmqKeys: this.context.bullmqKeys(), intake: this.context.queueKeys.intake, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS,
+        const { jobs } = await runIntakeJobs(this.context.runner, {
+          bullmqKeys: this.context.bullmqKeys, intake: this.context.queueKeys.intake, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS,
         });
         return await this.place(jobs);
       } finally {
@@ -61,9 +61,9 @@ export class HeldJobPlacer {
     const { queueKeys: q } = this.context;
     for (let attempt = 0; attempt < 3; attempt++) {
       const config = this.context.config()!;
-      const bullmqKeys = this.context.bullmqKeys();
+      const bullmqKeys = this.context.bullmqKeys;
       const placements = records.map((record): Placement => this.context.classifier.place(record, config));
-      const reply = await runClassifyJobs(this.context.runner(), {
+      const reply = await runClassifyJobs(this.context.runner, {
         queueKeys: q, marker: bullmqKeys.marker, bullmqPrefix: bullmqKeys[''], gen: config.gen, jobs: placements,
       });
       if (!reply.staleGeneration) return reply.placed;
@@ -86,8 +86,8 @@ export class HeldJobPlacer {
           const members = await this.staleClasses(gen);
           if (members.length === 0) return;
           const q = this.context.queueKeys;
-          const { jobs: records } = await runReclaimStaleJobs(this.context.runner(), {
-            queueKeys: q, bullmqPrefix: this.context.bullmqKeys()[''], gen, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS, classes: members,
+          const { jobs: records } = await runReclaimStaleJobs(this.context.runner, {
+            queueKeys: q, bullmqPrefix: this.context.bullmqKeys[''], gen, mostJobs: INTAKE_BATCH, leaseMs: INTAKE_LEASE_MS, classes: members,
           });
           if (records.length > 0) await this.place(records);
         }
@@ -106,7 +106,7 @@ export class HeldJobPlacer {
   }
 
   private async staleClasses(gen: string): Promise<string[]> {
-    const client = await this.context.client();
+    const client = this.context.client;
     const { stale, classes } = this.context.queueKeys;
     const found = new Set<string>(await client.srandmember(stale, 64));
     let cursor = '0';

@@ -31,7 +31,7 @@ export class LatePutBacks {
 
   /** lateStart refused the job: steps that come before the move begin now. */
   begin(late: LateDelivery): void {
-    const giveBackAfterMove = this.context.delivery()?.mode !== 'leased';
+    const giveBackAfterMove = this.context.delivery.mode !== 'leased';
     const ready = Promise.all([markPutBack(this.context, late.jobId, PutBackStart.TakeBack), giveBackAfterMove ? undefined : giveBack(this.context, late)]).then(() => undefined);
     this.pending.set(late.jobId, { late, ready, giveBackAfterMove });
   }

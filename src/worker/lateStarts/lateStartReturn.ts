@@ -9,14 +9,14 @@ import { PutBackStart, runMarkPutBack } from '../../lua/calls/markPutBack';
 /** The queue of the job put back: its classes' wakeups and bullmq's marker. */
 export interface LateStartQueue {
   readonly keys: QueueThrottleKeys;
-  marker(): string;
+  readonly marker: string;
 }
 
 /** Where a put-back's steps run and report. */
 export interface PutBackContext {
-  delivery(): Delivery | undefined;
-  runner(): ScriptRunner | undefined;
-  queue(): LateStartQueue;
+  readonly delivery: Delivery;
+  readonly runner: ScriptRunner;
+  readonly queue: LateStartQueue;
   readonly logger: Logger;
   readonly queueName: string;
 }
@@ -28,10 +28,8 @@ export interface PutBackContext {
  * or kept (RetryAfterError: it ran). A mark that fails only costs the job its place (and that start) (logged).
  */
 export function markPutBack(context: PutBackContext, jobId: string, start: PutBackStart): Promise<void> {
-  const runner = context.runner();
-  if (!runner) return Promise.resolve();
-  const keys = context.queue().keys;
-  return runMarkPutBack(runner, { putBack: keys.putBack, job: keys.bullmqJob(jobId), jobId, start }).then(() => undefined, (error: unknown) => {
+  const keys = context.queue.keys;
+  return runMarkPutBack(context.runner, { putBack: keys.putBack, job: keys.bullmqJob(jobId), jobId, start }).then(() => undefined, (error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId, err: error }, 'could not mark a job put back; it goes back behind the jobs held meanwhile');
   });
 }
@@ -44,9 +42,8 @@ export function markPutBack(context: PutBackContext, jobId: string, start: PutBa
  * wastes room until the tokens expire (never lets more through), and is logged; this never throws.
  */
 export async function giveBack(context: PutBackContext, late: LateDelivery): Promise<void> {
-  const delivery = context.delivery();
-  if (!delivery || bucketsOfTicket(late.ticket).length === 0) return;
-  await delivery.giveBackLate(late).catch((error: unknown) => {
+  if (bucketsOfTicket(late.ticket).length === 0) return;
+  await context.delivery.giveBackLate(late).catch((error: unknown) => {
     context.logger.warn({ queue: context.queueName, jobId: late.jobId, err: error }, 'could not give back the tokens of a job that did not start in time; they count until they expire');
   });
 }
@@ -59,13 +56,11 @@ export async function giveBack(context: PutBackContext, late: LateDelivery): Pro
  * its own wakeup.
  */
 export async function notePutBack(context: PutBackContext, late: LateDelivery): Promise<void> {
-  const runner = context.runner();
   const buckets = bucketsOfTicket(late.ticket);
-  if (!runner || buckets.length === 0) return;
-  const queue = context.queue();
-  const { keys } = queue;
-  await runLateStartPutBack(runner, {
-    wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker: queue.marker(), deliveredAtUs: late.grantUs, queueBase: keys.base,
+  if (buckets.length === 0) return;
+  const { keys, marker } = context.queue;
+  await runLateStartPutBack(context.runner, {
+    wakeups: keys.wakeups, leaseRoom: keys.leaseRoom, marker, deliveredAtUs: late.grantUs, queueBase: keys.base,
     buckets: buckets.map((b) => {
       const stats = keys.throttleStats(b.name);
       return { bucketId: b.bucketId, units: b.cost, stats: stats.stats, recent: stats.recent };

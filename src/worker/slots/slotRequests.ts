@@ -6,16 +6,8 @@ import { MarkerWakeTimer } from './markerWakeTimer';
 import { ParkedRequests } from './parkedRequests';
 import { PendingRequest, RequestBatcher } from '../../redis/requestBatcher';
 
-/** What serving slot requests needs of the gate. */
-export interface SlotRequestsContext {
-  /** Resolves once the gate has started (declarations registered). */
-  ready(): Promise<void>;
-  closed(): boolean;
-  /** False while requests must not wait for room (the worker is paused). */
-  mayWait(): boolean;
-  concurrency(): number;
-  /** The most slots one delivery call serves now (at most MAX_BATCH): fewer while processors start late. */
-  maxBatch(): number;
+/** What serves slot requests once the gate has connected and started (declarations registered). */
+export interface SlotServer {
   /** Completions queued for a batch go out before the next delivery call. */
   flushCompletions(): void;
   /** One delivery call for these slots' lock tokens. */
@@ -23,9 +15,21 @@ export interface SlotRequestsContext {
   /** What a call's reply says beyond its jobs (stale classes, dropped jobs, a new generation). */
   answered(reply: TakeReply): void;
   classifyBatch(): Promise<number>;
+}
+
+/** What serving slot requests needs of the gate. */
+export interface SlotRequestsContext {
+  /** Resolves once the gate has started (declarations registered); rejects with what its start failed with. */
+  readonly started: Promise<SlotServer>;
+  closed(): boolean;
+  /** False while requests must not wait for room (the worker is paused). */
+  mayWait(): boolean;
+  concurrency(): number;
+  /** The most slots one delivery call serves now (at most MAX_BATCH): fewer while processors start late. */
+  maxBatch(): number;
   /** Sets the queue's marker, waking bullmq's blocked main loop. */
   wakeBullmq(): Promise<void>;
-  failures(): GateFailures;
+  readonly failures: GateFailures;
 }
 
 /**
@@ -65,19 +69,19 @@ export class SlotRequests {
     let reply: TakeReply | undefined;
     let sentAt = performance.now();
     try {
-      await this.context.ready();
+      const server = await this.context.started;
       for (let round = 0; pending.length > 0 && !this.context.closed(); round++) {
-        this.context.flushCompletions();
+        server.flushCompletions();
         sentAt = performance.now();
-        const taken: TakeReply = await this.context.take(pending.map((p) => p.request.token), pending[0].request.name);
+        const taken: TakeReply = await server.take(pending.map((p) => p.request.token), pending[0].request.name);
         reply = taken;
-        this.context.failures().deliverySucceeded();
+        this.context.failures.deliverySucceeded();
         // Slots whose completion Redis refused get nothing: their completion's error is what bullmq sees.
         if (taken.refused.size > 0) {
           pending.filter((_, i) => taken.refused.has(i)).forEach((p) => p.resolve(raw2NextJobData(0 as unknown as unknown[])));
           pending = pending.filter((_, i) => !taken.refused.has(i));
         }
-        this.context.answered(reply);
+        server.answered(reply);
         const served = pending.slice(0, reply.jobs.length);
         reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
         pending = pending.slice(reply.jobs.length);
@@ -88,8 +92,8 @@ export class SlotRequests {
         if (reply.unclassified > 0 && !this.context.closed()) {
           if (pending.length === 0) {
             // Keep classifying while jobs flow, so a new high-priority job is never stuck behind held ones.
-            void this.context.classifyBatch().catch((error) => this.context.failures().report('classifying jobs', error));
-          } else if (round < 3 && (await this.context.classifyBatch()) > 0) {
+            void server.classifyBatch().catch((error) => this.context.failures.report('classifying jobs', error));
+          } else if (round < 3 && (await server.classifyBatch()) > 0) {
             continue;
           }
         }
@@ -101,7 +105,7 @@ export class SlotRequests {
       // The backoff counts from when the call went out: in a failover ioredis itself spends up to ~1.6 s on a
       // call (its redirections) before it fails, and waiting the backoff again on top of that would resume
       // delivery later than plain bullmq, whose main loop asks again as soon as a fetch fails.
-      this.retryLater(pending, Math.max(0, this.context.failures().deliveryFailed(error) - (performance.now() - sentAt)));
+      this.retryLater(pending, Math.max(0, this.context.failures.deliveryFailed(error) - (performance.now() - sentAt)));
     }
   }
 
