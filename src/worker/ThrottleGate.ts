@@ -127,10 +127,6 @@ export class ThrottleGate implements Gate {
     });
   }
 
-  private workerName(): string {
-    return this.attached?.workerName ?? '';
-  }
-
   private completer(): JobCompleter {
     const completer = this.connected?.completer ?? this.completerBeforeConnection;
     if (!completer) throw new Error('ThrottleGate: a completion before attach()');
@@ -142,9 +138,9 @@ export class ThrottleGate implements Gate {
     return this.attached && ((await this.attached.backend.client) as unknown as RedisClient);
   }
 
-/** bullmq's main loop asks for a job (or getNextJob, or a slot after a delayed job): a moveToActive reply. */
+  /** bullmq's main loop asks for a job (or getNextJob, or a slot after a delayed job): a moveToActive reply. */
   deliver(token: string, name?: string): Promise<unknown[]> {
-    return this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName(), 'fetch');
+    return this.takeHandover(token) ?? this.moveToActive(token, name ?? this.attached?.workerName ?? '', 'fetch');
   }
 
   private fetchesNext(fetchNext: boolean): boolean {
@@ -163,7 +159,7 @@ export class ThrottleGate implements Gate {
   async finishThenFetch<T extends Finished>(finishing: Promise<T>, token: string, fetchNext: boolean): Promise<T> {
     const handOver = this.handoversExpected.delete(token);
     if (!this.fetchesNext(fetchNext)) return finishing;
-    const next = this.moveToActive(token, this.workerName(), 'next');
+    const next = this.moveToActive(token, this.attached?.workerName ?? '', 'next');
     const done = await finishing.catch(async (error: unknown) => {
       if (handOver) next.catch(() => undefined);
       else await next.catch(() => undefined);
@@ -198,7 +194,7 @@ export class ThrottleGate implements Gate {
    */
   async fetchAfterMove(result: unknown, token: string | undefined, fetchNext: boolean): Promise<unknown> {
     if (!this.fetchesNext(fetchNext) || !token) return result;
-    const next = await this.moveToActive(token, this.workerName(), 'fetch');
+    const next = await this.moveToActive(token, this.attached?.workerName ?? '', 'fetch');
     return next[0] ? next : result;
   }
 

@@ -1,3 +1,4 @@
+import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { ThrottleKeys, QueueThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { closeClient, OwnedClient, RedisClient } from '../redis/connection';
@@ -70,20 +71,12 @@ export class ConnectedGate implements SlotServer {
   private readonly namespaceCheck: NamespaceCheck;
   private readonly backend: GatedQueue;
   private readonly options: GateOptions;
-  private readonly keys: ThrottleKeys;
-  private readonly queueKeys: QueueThrottleKeys;
-  private readonly recovery: NamespaceRecovery;
-  private readonly requests: SlotRequests;
   /** Puts back held jobs of queues no live worker declares any more (see heldJobRelease). */
   private readonly heldRelease: HeldJobRelease;
 
   constructor(private readonly gate: GateBeforeConnection, private readonly client: RedisClient) {
     const { options, keys, queueKeys, attached, failures } = gate;
     this.options = options;
-    this.keys = keys;
-    this.queueKeys = queueKeys;
-    this.recovery = gate.recovery;
-    this.requests = gate.requests;
     this.backend = attached.backend;
     this.runner = new ScriptRunner(client, options.scripts);
     this.lifecycle = new DeclarationLifecycle({
@@ -99,8 +92,7 @@ export class ConnectedGate implements SlotServer {
     // Exact delivery keeps the guarantee at processor start when asked: h as given, or chosen by the worker ('auto').
     // Leased delivery's deadline is each job's tokens' expiry, h after the request that leased them (fixed).
     const own = options.leaseMs;
-    const throttles = () => this.lifecycle.config?.throttles ?? [];
-    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own, () => startDeadlineCeilingMs(throttles()), () => startDeadlineLateCeilingMs(throttles()));
+    this.deadlines = new StartDeadlines(chosen.delivery.mode === 'leased' ? chosen.leaseMs : own === 'auto' ? undefined : own, () => startDeadlineCeilingMs(this.throttles()), () => startDeadlineLateCeilingMs(this.throttles()));
     this.lifecycle.open(this.runner, this.namespaceRunner, {
       workerId: gate.workerId, queue: options.queue, prefix: options.prefix, declarations: options.throttles.map(declarationData), attributes: Boolean(options.attributes),
       delivery: chosen.delivery.mode, declarationTtlMs: options.declarationTtlMs, leaseMs: chosen.leaseMs,
@@ -132,7 +124,7 @@ export class ConnectedGate implements SlotServer {
     });
     this.heldRelease = new HeldJobRelease(options.prefix, options.logger);
     this.heartbeat = new GateHeartbeat({
-      options, keys, queueKeys, failures, recovery: this.recovery, lifecycle: this.lifecycle, heldRelease: this.heldRelease,
+      options, keys, queueKeys, failures, recovery: gate.recovery, lifecycle: this.lifecycle, heldRelease: this.heldRelease,
       runner: this.runner, namespaceRunner: this.namespaceRunner, workerClient: client, namespaceClient: this.namespaceClient(),
       eventsKey: attached.backend.keys.events, delivery: this.delivery, deadlines: this.deadlines, jobs: this.jobs, namespaceCheck: this.namespaceCheck,
       detector: new PlainWorkerDetector(client, options.prefix, options.queue, options.logger, options.declarationTtlMs),
@@ -143,7 +135,6 @@ export class ConnectedGate implements SlotServer {
   /** Exact where the queue's keys and its throttles' share a slot, leased otherwise (src/delivery/createDelivery.ts). */
   private chooseDelivery(): ReturnType<typeof createDelivery> {
     const { options, workerId, keys, queueKeys, attached, recovery, failures } = this.gate;
-    const throttles = () => this.lifecycle.config?.throttles ?? [];
     return createDelivery({
       queue: options.queue, prefix: options.prefix, workerId, keys, queueKeys,
       logger: options.logger, scripts: options.scripts, leaseMs: options.leaseMs, durableRedis: options.durableRedis ?? false,
@@ -153,8 +144,8 @@ export class ConnectedGate implements SlotServer {
         lockDuration: attached.lockDuration, leaseMs, limiter: attached.limiter, durableRedis: options.durableRedis ?? false,
         knownNodeId: recovery.knownNodeId,
       }),
-      throttles: () => throttles().map((t) => encodeSegment(t.name)),
-      concurrencyThrottles: () => throttles().filter((t) => t.maxInFlight !== undefined).map((t) => encodeSegment(t.name)),
+      throttles: () => this.throttles().map((t) => encodeSegment(t.name)),
+      concurrencyThrottles: () => this.throttles().filter((t) => t.maxInFlight !== undefined).map((t) => encodeSegment(t.name)),
       holdMs: () => attached.lockDuration + attached.stalledInterval,
       concurrency: options.concurrency,
       onTokens: () => this.tokensArrived(),
@@ -164,11 +155,16 @@ export class ConnectedGate implements SlotServer {
     });
   }
 
+  /** The queue's effective throttles as the worker holds them now (none before it has a config). */
+  private throttles(): readonly EffectiveThrottle[] {
+    return this.lifecycle.config?.throttles ?? [];
+  }
+
   /** Registers this worker's declarations and checks what it needs of Redis (ThrottleGate.start tries again while Redis is unreachable). */
   async register(): Promise<void> {
     const { logger, queue, throttles } = this.options;
     await this.lifecycle.refresh(true);
-    await forgetRemovedJobs(this.runner, this.backend.keys.events, this.queueKeys);
+    await forgetRemovedJobs(this.runner, this.backend.keys.events, this.gate.queueKeys);
     await this.namespaceCheck.check(this.namespaceRunner);
     await assertWaitAllowed(this.client);
     logger.info({ queue, workerId: this.gate.workerId, throttles: throttles.map((t) => t.name) }, 'throttle declarations registered');
@@ -195,11 +191,11 @@ export class ConnectedGate implements SlotServer {
     if (this.delivery.mode === 'exact') {
       const repliedAt = performance.now();
       if (hMs > 0) this.deadlines.delivered(reply.jobs.map((job) => job.id), sentAt, hMs, reply.nowUs, reply.tickets, repliedAt);
-      this.recovery.delivered(reply.tickets, repliedAt, hMs);
+      this.gate.recovery.delivered(reply.tickets, repliedAt, hMs);
     } else if (reply.tickets) {
       this.deadlines.deliveredLeased(reply.jobs.map((job) => job.id), sentAt, reply.nowUs, reply.tickets);
     }
-    if (reply.jobs.length > 0) this.recovery.learnIdentity(this.namespaceClient(), this.keys);
+    if (reply.jobs.length > 0) this.gate.recovery.learnIdentity(this.namespaceClient(), this.gate.keys);
     return reply;
   }
 
@@ -215,7 +211,7 @@ export class ConnectedGate implements SlotServer {
   lateStart(jobId: string | undefined): LateDelivery | undefined {
     const late = this.deadlines.lateStart(jobId);
     if (late) {
-      this.recovery.putBack(late.ticket, late.repliedAt);
+      this.gate.recovery.putBack(late.ticket, late.repliedAt);
       this.latePutBacks.begin(late);
     }
     return late;
@@ -233,9 +229,9 @@ export class ConnectedGate implements SlotServer {
 
   /** The queue's classes waiting on any of its throttles look again now (lua/wakeBuckets-3.lua). */
   private async wakeThrottles(): Promise<void> {
-    const wake = { wakeups: this.queueKeys.wakeups, leaseRoom: this.queueKeys.leaseRoom, marker: this.backend.keys.marker };
-    for (const throttle of this.lifecycle.config?.throttles ?? []) await runWakeBuckets(this.runner, { ...wake, throttle: throttle.name, bucket: EVERY_BUCKET });
-    this.requests.wakeParked();
+    const wake = { wakeups: this.gate.queueKeys.wakeups, leaseRoom: this.gate.queueKeys.leaseRoom, marker: this.backend.keys.marker };
+    for (const throttle of this.throttles()) await runWakeBuckets(this.runner, { ...wake, throttle: throttle.name, bucket: EVERY_BUCKET });
+    this.gate.requests.wakeParked();
   }
 
   /** The connection that reaches the namespace's slot (the grantor option's, or the worker's own). */
@@ -246,7 +242,7 @@ export class ConnectedGate implements SlotServer {
   /** Leased tokens went into the queue's pools: slots waiting here look again, and bullmq's blocked main loop wakes. */
   private tokensArrived(): void {
     if (this.gate.closed()) return;
-    this.requests.wakeParked();
+    this.gate.requests.wakeParked();
     void this.wakeBullmq().catch(() => undefined);
   }
 
