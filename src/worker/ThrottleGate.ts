@@ -65,6 +65,10 @@ export interface GateOptions {
   onError?: (error: Error) => void;
   /** Emits the throttle events on the worker (src/worker/notices/throttleEvents.ts). */
   emit?: EmitThrottleEvent;
+  /** Whether a lock token is one bullmq's main loop fetches with (getNextJob's are the caller's own). */
+  mainLoopToken?: (token: string) => boolean;
+  /** Emits bullmq's `drained` on the worker. */
+  emitDrained?: () => void;
 }
 
 /**
@@ -191,7 +195,13 @@ export class ThrottleGate implements Gate {
 
   /** bullmq's main loop asks for a job (or getNextJob, or a slot after a delayed job): a moveToActive reply. */
   deliver(token: string, name?: string): Promise<unknown[]> {
-    return this.takeHandover(token) ?? this.moveToActive(token, name ?? this.workerName, 'fetch');
+    const mainLoop = this.options.mainLoopToken?.(token) ?? false;
+    return this.takeHandover(token) ?? this.requests.submit({ token, name: name ?? this.workerName, kind: 'fetch', waits: 0, mainLoop });
+  }
+
+  /** The main loop's last fetch was answered with a pass (SlotRequests.submit): bullmq's `drained` on it is not one. */
+  get passing(): boolean {
+    return this.requests.passing;
   }
 
   private fetchesNext(fetchNext: boolean): boolean {
@@ -358,6 +368,7 @@ export class ThrottleGate implements Gate {
     },
     classifyBatch: () => this.classifyBatch(),
     wakeBullmq: () => this.wakeBullmq(),
+    emitDrained: () => this.options.emitDrained?.(),
   });
 
   /** Hands every waiting request back to bullmq with no job (the worker pauses). */
