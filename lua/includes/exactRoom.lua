@@ -13,6 +13,7 @@
 --- @include "grantorRecovery"
 --- @include "throttleStats"
 --- @include "inFlightCounter"
+--- @include "wakeClaims"
 
 local exactRoomContext
 
@@ -45,6 +46,15 @@ local comingRoom = nil
 local function roomReturnsAtUs(counters, cost)
   if exactRoomContext.late then return exactRoomContext.now end
   return bucketRoomAtUs(counters, cost)
+end
+
+-- When a caller told to wait for the bucket's room (at atUs) should look again: one caller per room return
+-- (includes/wakeClaims), so that waiting slots across queues and processes cost one call each time room returns.
+local function roomWakeAtUs(bucketId, atUs)
+  local bucket = parseBucketId(bucketId)
+  local counters = roomSource(bucket)
+  if counters == nil or exactRoomContext.late then return atUs end
+  return wakeClaims.claim(exactRoomContext.throttlePrefix, bucket, counters, atUs, exactRoomContext.now)
 end
 
 -- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.

@@ -6,7 +6,8 @@
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle's limits are not known, the
   class waits a second, checkBuckets), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
   fresh, jobId, cost), noteBlocked(member,
-  order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at) and saveRoom(); and comingRoom: nil, or { soon(source, cost) (no room for cost, but tokens already
+  order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at), roomWakeAtUs(bucketId,
+  atUs) (when a caller told to wait for the bucket's room at atUs should look again) and saveRoom(); and comingRoom: nil, or { soon(source, cost) (no room for cost, but tokens already
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
@@ -451,7 +452,9 @@ end
 local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if delivered < wanted then
   -- Some asked in vain: say when to look again.
-  nextWakeUs = tonumber(rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')[2]) or 0
+  local first = rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')
+  nextWakeUs = tonumber(first[2]) or 0
+  if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
   if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
   if not isPausedOrMaxed and rateLimitMs == 0 and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
       or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then

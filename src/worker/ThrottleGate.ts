@@ -75,6 +75,7 @@ export class ThrottleGate implements Gate {
       concurrency: options.concurrency,
       maxBatch: () => this.deadlines.batchLimit(),
       wakeBullmq: async () => { await this.connected?.wakeBullmq(); },
+      emitDrained: () => options.emitDrained?.(),
     });
   }
 
@@ -140,7 +141,13 @@ export class ThrottleGate implements Gate {
 
   /** bullmq's main loop asks for a job (or getNextJob, or a slot after a delayed job): a moveToActive reply. */
   deliver(token: string, name?: string): Promise<unknown[]> {
-    return this.takeHandover(token) ?? this.moveToActive(token, name ?? this.attached?.workerName ?? '', 'fetch');
+    const mainLoop = this.options.mainLoopToken?.(token) ?? false;
+    return this.takeHandover(token) ?? this.requests.submit({ token, name: name ?? this.attached?.workerName ?? '', kind: 'fetch', waits: 0, mainLoop });
+  }
+
+  /** The main loop's last fetch was answered with a pass (SlotRequests.submit): bullmq's `drained` on it is not one. */
+  get passing(): boolean {
+    return this.requests.passing;
   }
 
   private fetchesNext(fetchNext: boolean): boolean {

@@ -12,6 +12,7 @@ import { LuaScript } from '../lua/scripts';
 import { BullmqAdapter } from '../bullmq/BullmqAdapter';
 import { selectAdapter } from '../bullmq/selectAdapter';
 import { quietAfterClose } from '../bullmq/quietAfterClose';
+import { noDrainedOnPasses } from './slots/noDrainedOnPasses';
 import { AttributesFunction } from '../queueState/jobClassifier';
 import { ThrottleGate } from './ThrottleGate';
 import { DEFAULT_PREFIX } from '../options/defaults';
@@ -160,6 +161,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       onError: (error) => worker?.emit('error', error),
       // bullmq types emit() by its own events: these are the worker's too (the declaration merged below).
       emit: (event, payload) => { (worker as unknown as { emit(event: string, payload: unknown): boolean } | undefined)?.emit(event, payload); },
+      // bullmq's main loop takes each lock token as `${worker.id}:${n}`.
+      mainLoopToken: (token) => worker !== undefined && token.startsWith(`${worker.id}:`),
+      emitDrained: () => worker?.emit('drained'),
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
@@ -190,6 +194,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     quietAfterClose(this);
+    noDrainedOnPasses(this, () => gate.passing);
     this.gate = gate;
     this.adapter = adapter;
     worker = this;

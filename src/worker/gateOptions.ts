@@ -31,6 +31,10 @@ export interface GateOptions {
   onError?: (error: Error) => void;
   /** Emits the throttle events on the worker (src/worker/notices/throttleEvents.ts). */
   emit?: EmitThrottleEvent;
+  /** Whether a lock token is one bullmq's main loop fetches with (getNextJob's are the caller's own). */
+  mainLoopToken?: (token: string) => boolean;
+  /** Emits bullmq's `drained` on the worker. */
+  emitDrained?: () => void;
 }
 
 /** bullmq's side of the worker and what the gate reads of the worker's options, as ThrottleGate.attach takes them. */

@@ -6,6 +6,7 @@ import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
 import { nowMs } from '../support/processorStart';
+import { stallAfterDelivering } from '../support/stallAfterDelivery';
 import { startDeadlineLateCeilingMs } from '../../src/worker/lateStarts/startDeadlines';
 
 // Issue 26: the guarantee where the API sees it. Counted at the moment each processor starts (this process's
@@ -17,11 +18,14 @@ interface Start { at: number; processedOn: number; customer?: string; id: string
 describe('processor starts, with a start deadline', () => {
   let redis: Redis;
   let bed: WorkerTestBed;
+  let restoreRunner: () => void = () => undefined;
   beforeEach(() => {
     redis = newRedis();
     bed = new WorkerTestBed('starts');
   });
   afterEach(async () => {
+    restoreRunner();
+    restoreRunner = () => undefined;
     await bed.close(redis);
     await redis.quit();
   });
@@ -129,12 +133,9 @@ describe('processor starts, with a start deadline', () => {
   it('a job counted with the longer lease that still starts too late goes back, and its window token with it', async () => {
     const queue = bed.queue('roomy-late');
     await queue.addBulk(['a', 'b'].map((name) => ({ name, data: {} })));
-    let started = 0;
-    // The first start holds the loop 400 ms, past the other's deadline of 250 ms (a bucket far from full).
-    const worker: ThrottledWorker = bed.worker('roomy-late', async () => {
-      const busyUntil = performance.now() + (++started === 1 ? 400 : 0);
-      while (performance.now() < busyUntil) { /* busy */ }
-    }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('tens').limit(1_000, '10s')] });
+    // The process stalls 400 ms between b's delivery and its start, past its deadline of 250 ms (a bucket far from full).
+    restoreRunner = stallAfterDelivering((name) => name === 'b', 400);
+    const worker: ThrottledWorker = bed.worker('roomy-late', async () => undefined, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('tens').limit(1_000, '10s')] });
     await waitFor(async () => (await queue.getCompletedCount()) === 2, 10_000, 'both jobs completed');
     expect(worker.startDeadline.putBack).toBe(1);
     const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
@@ -149,11 +150,12 @@ describe('processor starts, with a start deadline', () => {
 
   it("a job put back for starting late takes back its rate grant while it is the rate's latest: a rate of 1 per hour still runs it", async () => {
     const queue = bed.queue('rate-late');
-    // The unkeyed job's processor holds the loop 300 ms past the deadline of the three delivered with it, each the
+    // The process stalls 300 ms between the delivery of a rated job and its start, past its deadline; each is the
     // only grant of its own bucket of 1 per hour: put back, their grants would hold them for the hour.
     await queue.addBulk([{ name: 'hold', data: {} }, ...['x', 'y', 'z'].map((c) => ({ name: 'rated', data: { c } }))]);
     const starts: Start[] = [];
-    const worker: ThrottledWorker = bed.worker('rate-late', startRecorder(starts, (job) => (job.name === 'hold' ? 300 : 0)), {
+    restoreRunner = stallAfterDelivering((name) => name === 'rated', 300);
+    const worker: ThrottledWorker = bed.worker('rate-late', startRecorder(starts), {
       concurrency: 4, leaseMs: 20, throttles: [Throttle.named('hourly').key([Key.data('c')]).whenKeyMissing(Missing.Unthrottled).rate(1, '1h')],
     });
     await waitFor(async () => (await queue.getCompletedCount()) === 4, 15_000, 'every job completed');
@@ -166,13 +168,12 @@ describe('processor starts, with a start deadline', () => {
     await queue.addBulk(['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, data: {} })));
     const order: string[] = [];
     const started = new Map<string, number>();
-    // The first to start of a and b (delivered together) holds the event loop past the other's deadline: the
-    // other goes back; c, d and e are held (2 per 400 ms).
+    // The process stalls between b's delivery and its start, past its deadline: b goes back; c, d and e are held
+    // (2 per 400 ms).
+    restoreRunner = stallAfterDelivering((name) => name === 'b', 60);
     const worker: ThrottledWorker = bed.worker('order', async (job: Job) => {
       order.push(job.name);
       started.set(job.name, performance.now());
-      const busyUntil = performance.now() + (order.length === 1 ? 60 : 0);
-      while (performance.now() < busyUntil) { /* busy */ }
     }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('two').limit(2, 400)] });
     await waitFor(async () => (await queue.getCompletedCount()) === 5, 10_000, 'every job completed');
     expect(worker.startDeadline.putBack).toBeGreaterThanOrEqual(1);
@@ -186,13 +187,11 @@ describe('processor starts, with a start deadline', () => {
   it("a put-back takes back the start bullmq counted (attemptsStarted): a worker's maxStartedAttempts does not count it", async () => {
     const queue = bed.queue('started');
     await queue.addBulk(['a', 'b'].map((name) => ({ name, data: {}, opts: { attempts: 3 } })));
-    let starts = 0;
-    // As in the test above, the first start holds the loop past the other's deadline; each job then fails its first
-    // run and passes its second. Put back with its start still counted, the other would be at 2 of the
-    // maxStartedAttempts 2 when it failed, and bullmq would not retry it.
+    // As in the test above, b goes back for starting late; each job then fails its first run and passes its
+    // second. Put back with its start still counted, b would be at 2 of the maxStartedAttempts 2 when it failed,
+    // and bullmq would not retry it.
+    restoreRunner = stallAfterDelivering((name) => name === 'b', 60);
     const worker: ThrottledWorker = bed.worker('started', async (job: Job) => {
-      const busyUntil = performance.now() + (++starts === 1 ? 60 : 0);
-      while (performance.now() < busyUntil) { /* busy */ }
       if (job.attemptsMade === 0) throw new Error('the first run fails');
     }, { concurrency: 2, leaseMs: 20, maxStartedAttempts: 2, throttles: [Throttle.named('two').limit(2, 400)] });
     const failed: string[] = [];

@@ -42,4 +42,6 @@ export interface DeliveryRequest {
   kind: 'fetch' | 'next';
   /** Times it waited for room. */
   waits: number;
+  /** bullmq's main loop asks (not getNextJob, nor a slot's handed-over next job): see SlotRequests.submit. */
+  mainLoop?: boolean;
 }

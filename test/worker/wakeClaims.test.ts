@@ -1,0 +1,50 @@
+import { Redis } from 'ioredis';
+import { Throttle } from '../../src';
+import { ScriptRunner } from '../../src/lua/scripts';
+import { newRedis } from '../support/redis';
+import { waitFor, WorkerTestBed } from '../support/bullmq';
+
+/**
+ * Workers waiting on one full bucket are told different moments to look again, one room return apart
+ * (lua/includes/wakeClaims.lua), so that a bucket shared by many queues costs one call each time its room returns.
+ */
+describe('wake claims: one caller per room return', () => {
+  let redis: Redis;
+  let bed: WorkerTestBed;
+  const run = ScriptRunner.prototype.run;
+  beforeEach(() => {
+    redis = newRedis();
+    bed = new WorkerTestBed('wakeclaims');
+  });
+  afterEach(async () => {
+    ScriptRunner.prototype.run = run;
+    await bed.close(redis);
+    await redis.quit();
+  });
+
+  it('workers of four queues sharing a full bucket are told distinct moments, at least a window slot apart, and the bucket stays exact', async () => {
+    const names = ['a', 'b', 'c', 'd'];
+    for (const name of names) await bed.queue(name).addBulk(Array.from({ length: 6 }, (_, i) => ({ name: 'n', data: { i } })));
+    // The moments handed out by calls that delivered nothing and were told to wait for room (Redis time, us).
+    const told: number[] = [];
+    ScriptRunner.prototype.run = async function (this: ScriptRunner, name, keys, args) {
+      const reply = await run.call(this, name, keys, args);
+      if (name === 'takeNextJobs') {
+        const [nowUs, nextWakeUs, , , , , , more, delivered] = (reply as unknown[]).map(Number);
+        if (delivered === 0 && more === 0 && nextWakeUs > nowUs) told.push(nextWakeUs);
+      }
+      return reply;
+    };
+    const starts: number[] = [];
+    const throttles = [Throttle.named('shared-claims').limit(3, '200ms')];
+    for (const name of names) bed.worker(name, async (job) => { starts.push(job.processedOn!); }, { concurrency: 5, throttles });
+    await waitFor(() => starts.length >= 9, 10_000, 'three rounds of the bucket');
+    expect(told.length).toBeGreaterThanOrEqual(4);
+    // A 200 ms window's slot: 200,000 us / 220, whole us.
+    const slotUs = Math.floor(200_000 / 220);
+    const sorted = [...told].sort((x, y) => x - y);
+    for (let i = 1; i < sorted.length; i++) expect(sorted[i] - sorted[i - 1]).toBeGreaterThanOrEqual(slotUs);
+    const byTime = [...starts].sort((x, y) => x - y);
+    for (let i = 3; i < byTime.length; i++) expect(byTime[i] - byTime[i - 3]).toBeGreaterThanOrEqual(200);
+  });
+});
