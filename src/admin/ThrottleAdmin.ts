@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { describeKeyPart, KeyValue } from '../declarations/Key';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { bindingNow, effectiveRate } from './effectiveRate';
@@ -12,7 +11,8 @@ import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { suggestionText } from './nearbyNames';
 import { MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
-import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
+import { ConnectionInput, RedisClient } from '../redis/connection';
+import { AdminConnections } from './adminConnections';
 import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
 import type { RegistryEntry } from '../queueState/registryEntry';
 import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
@@ -33,7 +33,6 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
 import { readBucketFigures } from './bucketFigures';
 import { holdTimes } from './holdTimes';
-import { redisTimeMs } from '../redis/redisClock';
 import { isClusterClient } from '../redis/clusterNodes';
 
 /**
@@ -83,11 +82,7 @@ export class ThrottleAdmin {
    * find a throttle's or a queue's keys with redis-cli (docs/keys.md).
    */
   readonly keys: ThrottleKeys;
-  private readonly connection: OwnedClient;
-  private readonly grantorConnection?: OwnedClient;
-  private readonly queues = new Map<string, Queue>();
-  private scriptRunner?: ScriptRunner;
-  private namespaceScriptRunner?: ScriptRunner;
+  private readonly connections: AdminConnections;
 
   /**
    * Opens the Redis connections the options describe (with ioredis' maxRetriesPerRequest: null, so a call waits
@@ -100,37 +95,29 @@ export class ThrottleAdmin {
   constructor(options: ThrottleAdminOptions) {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
-    this.connection = openClient(options.connection, { maxRetriesPerRequest: null });
-    if (options.grantor) this.grantorConnection = openClient(options.grantor.connection, { maxRetriesPerRequest: null });
+    this.connections = new AdminConnections(this.keys, options.connection, options.grantor);
   }
 
   /** The queues' Redis. */
   private get client(): RedisClient {
-    return this.connection.client;
+    return this.connections.client;
   }
 
   /** The throttle namespace's Redis: the registry, the counters, the bucket indexes. */
   private get ns(): RedisClient {
-    return this.grantorConnection?.client ?? this.connection.client;
+    return this.connections.ns;
   }
 
   private get runner(): ScriptRunner {
-    this.scriptRunner ??= new ScriptRunner(this.client);
-    return this.scriptRunner;
+    return this.connections.runner;
   }
 
   private get nsRunner(): ScriptRunner {
-    if (!this.grantorConnection) return this.runner;
-    this.namespaceScriptRunner ??= new ScriptRunner(this.grantorConnection.client);
-    return this.namespaceScriptRunner;
+    return this.connections.nsRunner;
   }
 
-  /**
-   * Redis time (ms) on the node that holds `key`, to compare with times written to keys of its slot: in a
-   * Cluster, the namespace's node for the registry and the throttles' counters, the queue's for its own keys.
-   */
-  private nowMs(key: string = this.keys.registryAlive): Promise<number> {
-    return key === this.keys.registryAlive ? redisTimeMs(this.ns, key, this.nsRunner) : redisTimeMs(this.client, key, this.runner);
+  private nowMs(key?: string): Promise<number> {
+    return this.connections.nowMs(key);
   }
 
   /**
@@ -188,17 +175,6 @@ export class ThrottleAdmin {
     };
   }
 
-  private queueFor(name: string): Queue {
-    let queue = this.queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, { connection: this.client as never, prefix: this.keys.prefix });
-      // Connection errors surface where the admin's calls fail; bullmq would also print each one.
-      queue.on('error', () => undefined);
-      this.queues.set(name, queue);
-    }
-    return queue;
-  }
-
   private summary(throttle: EffectiveThrottle, declaredBy: number): ThrottleSummary {
     return {
       name: throttle.name,
@@ -233,7 +209,7 @@ export class ThrottleAdmin {
       const live = entries.filter((e) => e.prefix === this.keys.prefix).map((e) => e.queue);
       throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.${suggestionText(queue, live, 'queue with a live ThrottledWorker')}`);
     }
-    const bull = this.queueFor(queue);
+    const bull = this.connections.queueFor(queue);
     const config = queueConfigFrom(entries, queue, this.keys.prefix);
     // Held jobs removed from outside since the workers last looked stop counting first.
     await forgetRemovedJobs(this.runner, bull.keys.events, q);
@@ -372,7 +348,7 @@ export class ThrottleAdmin {
 
   /** Where readThrottleFigures reads: on one Redis server (no Cluster, no grantor option), one script reads it all. */
   private figureSource(): FigureSource {
-    return { keys: this.keys, namespace: this.nsRunner, queues: this.runner, oneNode: !this.grantorConnection && !isClusterClient(this.client) };
+    return { keys: this.keys, namespace: this.nsRunner, queues: this.runner, oneNode: !this.connections.grantorConnection && !isClusterClient(this.client) };
   }
 
   /**
@@ -574,7 +550,7 @@ export class ThrottleAdmin {
     const config = queueConfigFrom(entries, queue, this.keys.prefix);
     return explainJob(queue, jobId, {
       client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
-      bullmqState: () => this.queueFor(queue).getJobState(jobId),
+      bullmqState: () => this.connections.queueFor(queue).getJobState(jobId),
       bucket: (name, key) => this.throttleBucket(name, key),
       processingMs: async (name) => (await this.dispatchDelayOf(entriesDeclaring(entries, name)))?.processingMs ?? null,
     });
@@ -595,9 +571,7 @@ export class ThrottleAdmin {
    * in as `connection` (or the grantor's) stays open, for its owner to close.
    */
   async close(): Promise<void> {
-    for (const queue of this.queues.values()) await queue.close().catch(() => undefined);
-    await closeClient(this.connection);
-    if (this.grantorConnection) await closeClient(this.grantorConnection);
+    await this.connections.close();
   }
 }
 
