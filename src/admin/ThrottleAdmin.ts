@@ -7,13 +7,13 @@ import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimits
 import { liftPause, PauseOptions, pauseUntilMs, setPause } from '../queueState/throttlePauses';
 import { bucketSegmentOf } from './bucketSegment';
 import { UnknownQueueError } from '../errors/UnknownQueueError';
-import { UnknownThrottleError } from '../errors/UnknownThrottleError';
 import { suggestionText } from './nearbyNames';
 import { MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
-import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ConnectionInput, RedisClient } from '../redis/connection';
 import { AdminConnections } from './adminConnections';
-import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
+import { LiveRegistry } from './liveRegistry';
+import { entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
 import type { RegistryEntry } from '../queueState/registryEntry';
 import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
 import { readQueueHolds } from './queueHolds';
@@ -83,6 +83,7 @@ export class ThrottleAdmin {
    */
   readonly keys: ThrottleKeys;
   private readonly connections: AdminConnections;
+  private readonly registry: LiveRegistry;
 
   /**
    * Opens the Redis connections the options describe (with ioredis' maxRetriesPerRequest: null, so a call waits
@@ -96,6 +97,7 @@ export class ThrottleAdmin {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     this.connections = new AdminConnections(this.keys, options.connection, options.grantor);
+    this.registry = new LiveRegistry(this.keys, this.connections);
   }
 
   /** The queues' Redis. */
@@ -126,22 +128,7 @@ export class ThrottleAdmin {
    * @param nowMs - The time to judge liveness at (ms, Redis clock of the throttle namespace's node); omitted: now.
    */
   async liveEntries(nowMs?: number): Promise<RegistryEntry[]> {
-    const now = nowMs ?? (await this.nowMs());
-    const [alive, raw] = await Promise.all([
-      this.ns.zrangebyscore(this.keys.registryAlive, `(${now}`, '+inf'),
-      this.ns.hgetall(this.keys.registryDeclarations),
-    ]);
-    const live = new Set(alive);
-    const entries: RegistryEntry[] = [];
-    for (const [workerId, json] of Object.entries(raw)) {
-      if (!live.has(workerId)) continue;
-      try {
-        entries.push(JSON.parse(json) as RegistryEntry);
-      } catch {
-        // Not an entry this version can read: it lapses with its worker.
-      }
-    }
-    return entries;
+    return this.registry.liveEntries(nowMs);
   }
 
   /**
@@ -160,19 +147,7 @@ export class ThrottleAdmin {
       queues: string[];
     }[];
   }> {
-    const entries = await this.liveEntries();
-    const byThrottle = new Map<string, Set<string>>();
-    for (const entry of entries) {
-      for (const declaration of entry.declarations) {
-        if (!byThrottle.has(declaration.name)) byThrottle.set(declaration.name, new Set());
-        byThrottle.get(declaration.name)!.add(this.queueName(entry));
-      }
-    }
-    return {
-      // queueStats answers for queues under this admin's prefix.
-      queues: [...new Set(entries.filter((entry) => entry.prefix === this.keys.prefix).map((entry) => entry.queue))].sort(),
-      throttles: [...byThrottle].map(([name, queues]) => ({ name, queues: [...queues].sort() })).sort((a, b) => a.name.localeCompare(b.name)),
-    };
+    return this.registry.live();
   }
 
   private summary(throttle: EffectiveThrottle, declaredBy: number): ThrottleSummary {
@@ -245,32 +220,6 @@ export class ThrottleAdmin {
     return this.keys.queue(queue);
   }
 
-  /** The scheduler keys of an entry's queue, under the queue's own prefix, and bullmq's marker of it. */
-  private queueKeysOf(entry: RegistryEntry): QueueThrottleKeys & { marker: string } {
-    const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
-    return { ...keys.queue(entry.queue), marker: `${keys.bullmqBase(entry.queue)}marker` };
-  }
-
-  /** The scheduler keys of each queue the entries declare on, once each. */
-  private queuesOf(entries: readonly RegistryEntry[]) {
-    const seen = new Map<string, ReturnType<ThrottleAdmin['queueKeysOf']>>();
-    for (const entry of entries) {
-      const q = this.queueKeysOf(entry);
-      seen.set(q.base, q);
-    }
-    return [...seen.values()];
-  }
-
-  /** A queue as stats name it: its name, qualified with its prefix when that is not this admin's. */
-  private queueName(entry: RegistryEntry): string {
-    return entry.prefix === this.keys.prefix ? entry.queue : `${entry.prefix}:${entry.queue}`;
-  }
-
-  private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
-    this.mustBeDeclared(name, entries);
-    return effectiveThrottle(entries, name);
-  }
-
   /**
    * Throws UnknownThrottleError, naming the declared throttles nearest to `name`, when no live worker declares
    * it: pause and setLimits accept such a name (for workers that declare it later), a CLI asks this first.
@@ -279,16 +228,7 @@ export class ThrottleAdmin {
    * @throws UnknownThrottleError when no live ThrottledWorker declares `name`.
    */
   async requireDeclared(name: string): Promise<void> {
-    this.mustBeDeclared(name, await this.liveEntries());
-  }
-
-  private mustBeDeclared(name: string, entries: readonly RegistryEntry[]): void {
-    if (entriesDeclaring(entries, name).length > 0) return;
-    const where = this.keys.namespace === this.keys.prefix
-      ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
-      : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
-    const declared = entries.flatMap((e) => e.declarations.map((d) => d.name));
-    throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker ${where}.${suggestionText(name, declared, 'throttle')}`);
+    this.registry.mustBeDeclared(name, await this.liveEntries());
   }
 
   /**
@@ -314,10 +254,10 @@ export class ThrottleAdmin {
     const top = options.top ?? 10;
     const now = await this.nowMs();
     const entries = await this.liveEntries(now);
-    const throttle = await this.effective(name, entries);
+    const throttle = await this.registry.effective(name, entries);
     const declaring = entriesDeclaring(entries, name);
     const [figures, dispatchDelay] = await Promise.all([
-      readThrottleFigures(this.figureSource(), throttle, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
+      readThrottleFigures(this.figureSource(), throttle, this.registry.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
       this.dispatchDelayOf(declaring),
     ]);
     const { totals, overrides } = figures;
@@ -325,7 +265,7 @@ export class ThrottleAdmin {
       ...this.summary(throttle, declaring.length),
       // An override replaces the declared limits while it lasts.
       ...(overrides.throttle ? { limits: overrides.throttle.limits.map((limit) => ({ ...limit })) } : {}),
-      queues: [...new Set(declaring.map((entry) => this.queueName(entry)))].sort(),
+      queues: [...new Set(declaring.map((entry) => this.registry.queueName(entry)))].sort(),
       activeBuckets: figures.activeBuckets,
       bucketsAtLimit: figures.bucketsAtLimit,
       waiting: totals.waiting,
@@ -367,7 +307,7 @@ export class ThrottleAdmin {
   async throttleBucket(name: string, key: readonly KeyValue[] | null = null): Promise<BucketStats> {
     const now = await this.nowMs();
     const entries = await this.liveEntries(now);
-    const throttle = await this.effective(name, entries);
+    const throttle = await this.registry.effective(name, entries);
     const bucket = bucketSegmentOf(name, throttle, key ?? null);
     // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
     // The limits it counts against: its own override, the throttle's, or the declared ones (read first: they
@@ -375,7 +315,7 @@ export class ThrottleAdmin {
     const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
     const declaring = entriesDeclaring(entries, name);
     const [figures, dispatchDelay] = await Promise.all([
-      readBucketFigures(this.figureSource(), throttle, bucket, override?.limits ?? throttle.limits, this.queuesOf(declaring).map((q) => q.throttleStats(name))),
+      readBucketFigures(this.figureSource(), throttle, bucket, override?.limits ?? throttle.limits, this.registry.queuesOf(declaring).map((q) => q.throttleStats(name))),
       throttle.maxInFlight === undefined ? null : this.dispatchDelayOf(declaring),
     ]);
     const { limits, rate, inFlight, pausedUntil } = figures;
@@ -440,7 +380,7 @@ export class ThrottleAdmin {
     until: number | null;
   }> {
     const now = await this.nowMs();
-    const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries(now)), options.key);
+    const segment = bucketSegmentOf(name, this.registry.declared(name, await this.liveEntries(now)), options.key);
     const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
     return { until: until === UNTIL_RESUMED ? null : until };
   }
@@ -466,8 +406,8 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<number> {
     const entries = await this.liveEntries(await this.nowMs());
-    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.declared(name, entries), options.key);
-    const targets = this.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
+    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
+    const targets = this.registry.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
     return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
   }
 
@@ -494,7 +434,7 @@ export class ThrottleAdmin {
     const checked = checkedLimits(name, limits);
     const ttlMs = ttlOf(name, options.ttlMs);
     const entries = await this.liveEntries();
-    const segment = bucketSegmentOf(name, this.declared(name, entries), options.key);
+    const segment = bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
     await this.wakeDeclaring(name, segment, entries);
   }
@@ -518,7 +458,7 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<void> {
     const entries = await this.liveEntries();
-    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.declared(name, entries), options.key);
+    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
     await this.wakeDeclaring(name, segment, entries);
   }
@@ -528,7 +468,7 @@ export class ThrottleAdmin {
    * declares it: a raised limit has room now, which their wakeup time, set under the old one, does not know.
    */
   private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
-    for (const q of this.queuesOf(entriesDeclaring(entries, name))) {
+    for (const q of this.registry.queuesOf(entriesDeclaring(entries, name))) {
       await runWakeBuckets(this.runner, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket: segment === WHOLE_THROTTLE_OVERRIDE ? EVERY_BUCKET : segment });
     }
   }
@@ -558,12 +498,7 @@ export class ThrottleAdmin {
 
   /** Processor start minus processedOn, and processing times, over the live workers of these entries. */
   private dispatchDelayOf(declaring: readonly RegistryEntry[]): Promise<DispatchDelayStats | null> {
-    return readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
-  }
-
-  /** The throttle's effective declaration, when a live worker declares it. */
-  private declared(name: string, entries: readonly RegistryEntry[]): EffectiveThrottle | undefined {
-    return entriesDeclaring(entries, name).length > 0 ? effectiveThrottle(entries, name) : undefined;
+    return readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.registry.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
   }
 
   /**
