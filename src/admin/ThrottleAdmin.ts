@@ -1,22 +1,17 @@
-import { describeKeyPart, KeyValue } from '../declarations/Key';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { bindingNow, effectiveRate } from './effectiveRate';
-import { DispatchDelayStats, readDispatchDelay } from './dispatchDelayStats';
+import { KeyValue } from '../declarations/Key';
 import { explainJob, JobExplanation } from './explainJob';
-import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
+import { checkedLimits, LimitInput, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
 import { liftPause, PauseOptions, pauseUntilMs, setPause } from '../queueState/throttlePauses';
 import { bucketSegmentOf } from './bucketSegment';
-import { UnknownQueueError } from '../errors/UnknownQueueError';
-import { suggestionText } from './nearbyNames';
-import { MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ConnectionInput, RedisClient } from '../redis/connection';
 import { AdminConnections } from './adminConnections';
+import { AdminContext } from './adminContext';
 import { LiveRegistry } from './liveRegistry';
+import { readQueueStats } from './queueStats';
+import { dispatchDelayOf, readBucketStats, readThrottleStats } from './throttleStats';
 import { entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
 import type { RegistryEntry } from '../queueState/registryEntry';
-import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
-import { readQueueHolds } from './queueHolds';
 import { UNTIL_RESUMED } from '../lua/calls/pauseThrottle';
 import { EVERY_PAUSE } from '../lua/calls/resumeThrottle';
 import { EVERY_OVERRIDE, WHOLE_THROTTLE_OVERRIDE } from '../lua/calls/setLimitOverride';
@@ -24,16 +19,9 @@ import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { releaseHeldJobs } from '../queueState/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
-import { PlainWorkerDetector } from '../queueState/plainWorkerDetector';
-import { nextRoomAt } from './nextRoom';
-import { BucketStats, QueueStats, ThrottleStats, ThrottleSummary } from './types';
-import pino from 'pino';
+import { BucketStats, QueueStats, ThrottleStats } from './types';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
-import { readBucketFigures } from './bucketFigures';
-import { holdTimes } from './holdTimes';
-import { isClusterClient } from '../redis/clusterNodes';
 
 /**
  * Where a ThrottleAdmin reads: the queues' Redis, their bullmq prefix, and the workers' throttle namespace.
@@ -82,8 +70,7 @@ export class ThrottleAdmin {
    * find a throttle's or a queue's keys with redis-cli (docs/keys.md).
    */
   readonly keys: ThrottleKeys;
-  private readonly connections: AdminConnections;
-  private readonly registry: LiveRegistry;
+  private readonly context: AdminContext;
 
   /**
    * Opens the Redis connections the options describe (with ioredis' maxRetriesPerRequest: null, so a call waits
@@ -96,30 +83,25 @@ export class ThrottleAdmin {
   constructor(options: ThrottleAdminOptions) {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
-    this.connections = new AdminConnections(this.keys, options.connection, options.grantor);
-    this.registry = new LiveRegistry(this.keys, this.connections);
+    const connections = new AdminConnections(this.keys, options.connection, options.grantor);
+    this.context = { keys: this.keys, connections, registry: new LiveRegistry(this.keys, connections) };
   }
 
   /** The queues' Redis. */
   private get client(): RedisClient {
-    return this.connections.client;
-  }
-
-  /** The throttle namespace's Redis: the registry, the counters, the bucket indexes. */
-  private get ns(): RedisClient {
-    return this.connections.ns;
+    return this.context.connections.client;
   }
 
   private get runner(): ScriptRunner {
-    return this.connections.runner;
+    return this.context.connections.runner;
   }
 
   private get nsRunner(): ScriptRunner {
-    return this.connections.nsRunner;
+    return this.context.connections.nsRunner;
   }
 
   private nowMs(key?: string): Promise<number> {
-    return this.connections.nowMs(key);
+    return this.context.connections.nowMs(key);
   }
 
   /**
@@ -128,7 +110,7 @@ export class ThrottleAdmin {
    * @param nowMs - The time to judge liveness at (ms, Redis clock of the throttle namespace's node); omitted: now.
    */
   async liveEntries(nowMs?: number): Promise<RegistryEntry[]> {
-    return this.registry.liveEntries(nowMs);
+    return this.context.registry.liveEntries(nowMs);
   }
 
   /**
@@ -147,20 +129,7 @@ export class ThrottleAdmin {
       queues: string[];
     }[];
   }> {
-    return this.registry.live();
-  }
-
-  private summary(throttle: EffectiveThrottle, declaredBy: number): ThrottleSummary {
-    return {
-      name: throttle.name,
-      limits: throttle.limits.map((limit) => ({ ...limit })),
-      rate: throttle.tokenRate ? { ...throttle.tokenRate } : null,
-      concurrency: throttle.maxInFlight ?? null,
-      key: throttle.keyParts ? throttle.keyParts.map(describeKeyPart) : null,
-      keyParts: throttle.keyParts ? [...throttle.keyParts] : null,
-      missing: throttle.missing,
-      declaredBy,
-    };
+    return this.context.registry.live();
   }
 
   /**
@@ -175,49 +144,7 @@ export class ThrottleAdmin {
    *   key, no throttle state) and no live ThrottledWorker serves it; the message suggests close queue names.
    */
   async queueStats(queue: string): Promise<QueueStats> {
-    const q = this.queueKeys(queue);
-    // The queue's own times are read with the clock of the node holding the queue (readQueueHolds).
-    const entries = await this.liveEntries();
-    const mine = entriesOfQueue(entries, queue, this.keys.prefix);
-    const known = mine.length > 0 || (await this.anyExists([q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`]));
-    if (!known) {
-      const live = entries.filter((e) => e.prefix === this.keys.prefix).map((e) => e.queue);
-      throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.${suggestionText(queue, live, 'queue with a live ThrottledWorker')}`);
-    }
-    const bull = this.connections.queueFor(queue);
-    const config = queueConfigFrom(entries, queue, this.keys.prefix);
-    // Held jobs removed from outside since the workers last looked stop counting first.
-    await forgetRemovedJobs(this.runner, bull.keys.events, q);
-    const [counts, holds, consumers] = await Promise.all([
-      bull.getJobCounts(),
-      readQueueHolds(this.runner, q, config.throttles.map((t) => t.name)),
-      new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
-    ]);
-    return {
-      queue,
-      counts,
-      throttled: holds.held + holds.classifying,
-      heldByFullBuckets: holds.blocked,
-      classifying: holds.classifying,
-      throttles: config.throttles.map((t) => this.summary(t, mine.filter((e) => e.declarations.some((d) => d.name === t.name)).length)),
-      throttledWorkers: mine.length,
-      plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
-      oldestHeldMs: holds.oldestWaitingSince === null ? null : Math.max(0, holds.nowMs - holds.oldestWaitingSince),
-      at: holds.nowMs,
-    };
-  }
-
-  /**
-   * Whether any of the keys exists. One EXISTS per key: a queue's throttle keys and bullmq's share a slot
-   * only when the prefix or the queue name has a hash tag, and a multi-key command across slots is refused.
-   */
-  private async anyExists(keys: readonly string[]): Promise<boolean> {
-    const found = await Promise.all(keys.map((key) => this.client.exists(key)));
-    return found.some((n) => n > 0);
-  }
-
-  private queueKeys(queue: string) {
-    return this.keys.queue(queue);
+    return readQueueStats(this.context, queue);
   }
 
   /**
@@ -228,7 +155,7 @@ export class ThrottleAdmin {
    * @throws UnknownThrottleError when no live ThrottledWorker declares `name`.
    */
   async requireDeclared(name: string): Promise<void> {
-    this.registry.mustBeDeclared(name, await this.liveEntries());
+    this.context.registry.mustBeDeclared(name, await this.liveEntries());
   }
 
   /**
@@ -251,44 +178,7 @@ export class ThrottleAdmin {
      */
     top?: number;
   } = {}): Promise<ThrottleStats> {
-    const top = options.top ?? 10;
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const throttle = await this.registry.effective(name, entries);
-    const declaring = entriesDeclaring(entries, name);
-    const [figures, dispatchDelay] = await Promise.all([
-      readThrottleFigures(this.figureSource(), throttle, this.registry.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
-      this.dispatchDelayOf(declaring),
-    ]);
-    const { totals, overrides } = figures;
-    return {
-      ...this.summary(throttle, declaring.length),
-      // An override replaces the declared limits while it lasts.
-      ...(overrides.throttle ? { limits: overrides.throttle.limits.map((limit) => ({ ...limit })) } : {}),
-      queues: [...new Set(declaring.map((entry) => this.registry.queueName(entry)))].sort(),
-      activeBuckets: figures.activeBuckets,
-      bucketsAtLimit: figures.bucketsAtLimit,
-      waiting: totals.waiting,
-      topBuckets: topBucketsOf(totals, top),
-      lastWindow: lastWindowOf(throttle, figures),
-      deliveredTotal: totals.delivered,
-      limitedTotal: totals.limited,
-      tokensExpired: totals.expired,
-      oldestWaitingMs: totals.oldestWaitingMs,
-      holdTimes: holdTimes(totals.delivered, totals.held),
-      recoveryHold: figures.recoveryHold,
-      paused: figures.paused,
-      limitSource: overrides.throttle ? 'override' : 'declared',
-      overrides,
-      effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
-      dispatchDelay,
-      at: figures.nowMs,
-    };
-  }
-
-  /** Where readThrottleFigures reads: on one Redis server (no Cluster, no grantor option), one script reads it all. */
-  private figureSource(): FigureSource {
-    return { keys: this.keys, namespace: this.nsRunner, queues: this.runner, oneNode: !this.connections.grantorConnection && !isClusterClient(this.client) };
+    return readThrottleStats(this.context, name, options);
   }
 
   /**
@@ -305,34 +195,7 @@ export class ThrottleAdmin {
    *   number of values other than the key's parts.
    */
   async throttleBucket(name: string, key: readonly KeyValue[] | null = null): Promise<BucketStats> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const throttle = await this.registry.effective(name, entries);
-    const bucket = bucketSegmentOf(name, throttle, key ?? null);
-    // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
-    // The limits it counts against: its own override, the throttle's, or the declared ones (read first: they
-    // say which counters to read; they change rarely).
-    const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
-    const declaring = entriesDeclaring(entries, name);
-    const [figures, dispatchDelay] = await Promise.all([
-      readBucketFigures(this.figureSource(), throttle, bucket, override?.limits ?? throttle.limits, this.registry.queuesOf(declaring).map((q) => q.throttleStats(name))),
-      throttle.maxInFlight === undefined ? null : this.dispatchDelayOf(declaring),
-    ]);
-    const { limits, rate, inFlight, pausedUntil } = figures;
-    return {
-      throttle: name,
-      key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
-      limits,
-      limitSource: override ? 'override' : 'declared',
-      effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
-      bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate, inFlight),
-      rate,
-      inFlight,
-      paused: pausedUntil === undefined ? null : { until: pausedUntil },
-      waiting: figures.waiting,
-      nextRoomAt: nextRoomAt(limits, rate, pausedUntil, figures.nowMs),
-      at: figures.nowMs,
-    };
+    return readBucketStats(this.context, name, key);
   }
 
   /**
@@ -380,7 +243,7 @@ export class ThrottleAdmin {
     until: number | null;
   }> {
     const now = await this.nowMs();
-    const segment = bucketSegmentOf(name, this.registry.declared(name, await this.liveEntries(now)), options.key);
+    const segment = bucketSegmentOf(name, this.context.registry.declared(name, await this.liveEntries(now)), options.key);
     const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
     return { until: until === UNTIL_RESUMED ? null : until };
   }
@@ -406,8 +269,8 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<number> {
     const entries = await this.liveEntries(await this.nowMs());
-    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
-    const targets = this.registry.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
+    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
+    const targets = this.context.registry.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
     return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
   }
 
@@ -434,7 +297,7 @@ export class ThrottleAdmin {
     const checked = checkedLimits(name, limits);
     const ttlMs = ttlOf(name, options.ttlMs);
     const entries = await this.liveEntries();
-    const segment = bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
+    const segment = bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
     await this.wakeDeclaring(name, segment, entries);
   }
@@ -458,7 +321,7 @@ export class ThrottleAdmin {
     key?: readonly KeyValue[] | null;
   } = {}): Promise<void> {
     const entries = await this.liveEntries();
-    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.registry.declared(name, entries), options.key);
+    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
     await writeOverride(this.nsRunner, this.keys, name, segment, null);
     await this.wakeDeclaring(name, segment, entries);
   }
@@ -468,7 +331,7 @@ export class ThrottleAdmin {
    * declares it: a raised limit has room now, which their wakeup time, set under the old one, does not know.
    */
   private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
-    for (const q of this.registry.queuesOf(entriesDeclaring(entries, name))) {
+    for (const q of this.context.registry.queuesOf(entriesDeclaring(entries, name))) {
       await runWakeBuckets(this.runner, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket: segment === WHOLE_THROTTLE_OVERRIDE ? EVERY_BUCKET : segment });
     }
   }
@@ -489,16 +352,11 @@ export class ThrottleAdmin {
     const entries = await this.liveEntries(now);
     const config = queueConfigFrom(entries, queue, this.keys.prefix);
     return explainJob(queue, jobId, {
-      client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
-      bullmqState: () => this.connections.queueFor(queue).getJobState(jobId),
+      client: this.client, queueKeys: this.keys.queue(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
+      bullmqState: () => this.context.connections.queueFor(queue).getJobState(jobId),
       bucket: (name, key) => this.throttleBucket(name, key),
-      processingMs: async (name) => (await this.dispatchDelayOf(entriesDeclaring(entries, name)))?.processingMs ?? null,
+      processingMs: async (name) => (await dispatchDelayOf(this.context, entriesDeclaring(entries, name)))?.processingMs ?? null,
     });
-  }
-
-  /** Processor start minus processedOn, and processing times, over the live workers of these entries. */
-  private dispatchDelayOf(declaring: readonly RegistryEntry[]): Promise<DispatchDelayStats | null> {
-    return readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.registry.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
   }
 
   /**
@@ -506,11 +364,6 @@ export class ThrottleAdmin {
    * in as `connection` (or the grantor's) stays open, for its owner to close.
    */
   async close(): Promise<void> {
-    await this.connections.close();
+    await this.context.connections.close();
   }
-}
-
-/** A throttle's concurrency with the processing time its workers measured, for effectiveRate. */
-function concurrencyOf(throttle: EffectiveThrottle, delay: DispatchDelayStats | null): { n: number; processingMs: number | null } | undefined {
-  return throttle.maxInFlight === undefined ? undefined : { n: throttle.maxInFlight, processingMs: delay?.processingMs ?? null };
 }
