@@ -1,21 +1,17 @@
 import { KeyValue } from '../declarations/Key';
 import { explainJob, JobExplanation } from './explainJob';
-import { checkedLimits, LimitInput, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
-import { liftPause, PauseOptions, pauseUntilMs, setPause } from '../queueState/throttlePauses';
-import { bucketSegmentOf } from './bucketSegment';
+import { LimitInput, SetLimitsOptions } from './limitOverrides';
+import { PauseOptions } from '../queueState/throttlePauses';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ConnectionInput, RedisClient } from '../redis/connection';
 import { AdminConnections } from './adminConnections';
 import { AdminContext } from './adminContext';
 import { LiveRegistry } from './liveRegistry';
 import { readQueueStats } from './queueStats';
+import { clearThrottleLimits, pauseThrottle, resumeThrottle, setThrottleLimits } from './throttleControls';
 import { dispatchDelayOf, readBucketStats, readThrottleStats } from './throttleStats';
 import { entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
 import type { RegistryEntry } from '../queueState/registryEntry';
-import { UNTIL_RESUMED } from '../lua/calls/pauseThrottle';
-import { EVERY_PAUSE } from '../lua/calls/resumeThrottle';
-import { EVERY_OVERRIDE, WHOLE_THROTTLE_OVERRIDE } from '../lua/calls/setLimitOverride';
-import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { releaseHeldJobs } from '../queueState/heldJobRelease';
 import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
 import { ScriptRunner } from '../lua/scripts';
@@ -94,10 +90,6 @@ export class ThrottleAdmin {
 
   private get runner(): ScriptRunner {
     return this.context.connections.runner;
-  }
-
-  private get nsRunner(): ScriptRunner {
-    return this.context.connections.nsRunner;
   }
 
   private nowMs(key?: string): Promise<number> {
@@ -242,10 +234,7 @@ export class ThrottleAdmin {
     /** When the pause in force ends (ms, Redis clock; a longer one already set stays); null: until resumed. */
     until: number | null;
   }> {
-    const now = await this.nowMs();
-    const segment = bucketSegmentOf(name, this.context.registry.declared(name, await this.liveEntries(now)), options.key);
-    const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
-    return { until: until === UNTIL_RESUMED ? null : until };
+    return pauseThrottle(this.context, name, options);
   }
 
   /**
@@ -268,10 +257,7 @@ export class ThrottleAdmin {
      */
     key?: readonly KeyValue[] | null;
   } = {}): Promise<number> {
-    const entries = await this.liveEntries(await this.nowMs());
-    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
-    const targets = this.context.registry.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
-    return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
+    return resumeThrottle(this.context, name, options);
   }
 
   /**
@@ -294,12 +280,7 @@ export class ThrottleAdmin {
    * @throws InvalidGrantError when `key` does not fit the key of the throttle a live worker declares.
    */
   async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
-    const checked = checkedLimits(name, limits);
-    const ttlMs = ttlOf(name, options.ttlMs);
-    const entries = await this.liveEntries();
-    const segment = bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
-    await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
-    await this.wakeDeclaring(name, segment, entries);
+    await setThrottleLimits(this.context, name, limits, options);
   }
 
   /**
@@ -320,20 +301,7 @@ export class ThrottleAdmin {
      */
     key?: readonly KeyValue[] | null;
   } = {}): Promise<void> {
-    const entries = await this.liveEntries();
-    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.context.registry.declared(name, entries), options.key);
-    await writeOverride(this.nsRunner, this.keys, name, segment, null);
-    await this.wakeDeclaring(name, segment, entries);
-  }
-
-  /**
-   * Classes waiting on the throttle's buckets (`segment`: one; '': all) look again at once in every queue that
-   * declares it: a raised limit has room now, which their wakeup time, set under the old one, does not know.
-   */
-  private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
-    for (const q of this.context.registry.queuesOf(entriesDeclaring(entries, name))) {
-      await runWakeBuckets(this.runner, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket: segment === WHOLE_THROTTLE_OVERRIDE ? EVERY_BUCKET : segment });
-    }
+    await clearThrottleLimits(this.context, name, options);
   }
 
   /**
