@@ -1,23 +1,20 @@
 import { KeyValue } from '../declarations/Key';
-import { explainJob, JobExplanation } from './explainJob';
-import { LimitInput, SetLimitsOptions } from './limitOverrides';
-import { PauseOptions } from '../queueState/throttlePauses';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { ConnectionInput, RedisClient } from '../redis/connection';
+import { assertNamespaceUsable } from '../keys/hashSlotTag';
+import { DEFAULT_PREFIX } from '../options/defaults';
+import type { RegistryEntry } from '../queueState/registryEntry';
+import { PauseOptions } from '../queueState/throttlePauses';
+import { ConnectionInput } from '../redis/connection';
 import { AdminConnections } from './adminConnections';
 import { AdminContext } from './adminContext';
+import { JobExplanation } from './explainJob';
+import { explainQueueJob, releaseQueueHeld } from './heldJobs';
+import { LimitInput, SetLimitsOptions } from './limitOverrides';
 import { LiveRegistry } from './liveRegistry';
 import { readQueueStats } from './queueStats';
 import { clearThrottleLimits, pauseThrottle, resumeThrottle, setThrottleLimits } from './throttleControls';
-import { dispatchDelayOf, readBucketStats, readThrottleStats } from './throttleStats';
-import { entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
-import type { RegistryEntry } from '../queueState/registryEntry';
-import { releaseHeldJobs } from '../queueState/heldJobRelease';
-import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
-import { ScriptRunner } from '../lua/scripts';
+import { readBucketStats, readThrottleStats } from './throttleStats';
 import { BucketStats, QueueStats, ThrottleStats } from './types';
-import { DEFAULT_PREFIX } from '../options/defaults';
-import { assertNamespaceUsable } from '../keys/hashSlotTag';
 
 /**
  * Where a ThrottleAdmin reads: the queues' Redis, their bullmq prefix, and the workers' throttle namespace.
@@ -81,19 +78,6 @@ export class ThrottleAdmin {
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
     const connections = new AdminConnections(this.keys, options.connection, options.grantor);
     this.context = { keys: this.keys, connections, registry: new LiveRegistry(this.keys, connections) };
-  }
-
-  /** The queues' Redis. */
-  private get client(): RedisClient {
-    return this.context.connections.client;
-  }
-
-  private get runner(): ScriptRunner {
-    return this.context.connections.runner;
-  }
-
-  private nowMs(key?: string): Promise<number> {
-    return this.context.connections.nowMs(key);
   }
 
   /**
@@ -203,15 +187,7 @@ export class ThrottleAdmin {
    *   the queue.
    */
   async releaseHeld(queue: string): Promise<number> {
-    const { released, complete } = await releaseHeldJobs(this.runner, this.keys, queue);
-    if (!complete && released === 0) {
-      const workers = entriesOfQueue(await this.liveEntries(), queue, this.keys.prefix).length;
-      throw new QueueStillThrottledError(
-        `queue '${queue}' has ${workers} live ThrottledWorker(s) under prefix '${this.keys.prefix}': they deliver its held jobs. `
-        + 'Close them first (the last one to close puts the held jobs back itself), or release again once their declarations lapse.',
-      );
-    }
-    return released;
+    return releaseQueueHeld(this.context, queue);
   }
 
   /**
@@ -316,15 +292,7 @@ export class ThrottleAdmin {
    * @returns The explanation; `state` 'unknown' when the queue has no such job.
    */
   async explainJob(queue: string, jobId: string): Promise<JobExplanation> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const config = queueConfigFrom(entries, queue, this.keys.prefix);
-    return explainJob(queue, jobId, {
-      client: this.client, queueKeys: this.keys.queue(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
-      bullmqState: () => this.context.connections.queueFor(queue).getJobState(jobId),
-      bucket: (name, key) => this.throttleBucket(name, key),
-      processingMs: async (name) => (await dispatchDelayOf(this.context, entriesDeclaring(entries, name)))?.processingMs ?? null,
-    });
+    return explainQueueJob(this.context, queue, jobId);
   }
 
   /**
