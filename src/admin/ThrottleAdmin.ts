@@ -4,7 +4,6 @@ import { assertNamespaceUsable } from '../keys/hashSlotTag';
 import { DEFAULT_PREFIX } from '../options/defaults';
 import type { RegistryEntry } from '../queueState/registryEntry';
 import { PauseOptions } from '../queueState/throttlePauses';
-import { ConnectionInput } from '../redis/connection';
 import { AdminConnections } from './adminConnections';
 import { AdminContext } from './adminContext';
 import { JobExplanation } from './explainJob';
@@ -13,44 +12,9 @@ import { LimitInput, SetLimitsOptions } from './limitOverrides';
 import { LiveRegistry } from './liveRegistry';
 import { readQueueStats } from './queueStats';
 import { clearThrottleLimits, pauseThrottle, resumeThrottle, setThrottleLimits } from './throttleControls';
+import { ThrottleAdminOptions } from './throttleAdminOptions';
 import { readBucketStats, readThrottleStats } from './throttleStats';
 import { BucketStats, QueueStats, ThrottleStats } from './types';
-
-/**
- * Where a ThrottleAdmin reads: the queues' Redis, their bullmq prefix, and the workers' throttle namespace.
- *
- * @example
- * const admin = new ThrottleAdmin({ connection: 'redis://127.0.0.1:6379', prefix: 'bull' });
- */
-export interface ThrottleAdminOptions {
-  /**
-   * ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), or an ioredis Redis or Cluster
-   * client (which the admin then never closes).
-   */
-  connection: ConnectionInput;
-  /**
-   * bullmq's key prefix of the queues asked about.
-   * @default 'bull'
-   */
-  prefix?: string;
-  /**
-   * The throttle namespace: the workers' `throttlePrefix`.
-   * @default prefix
-   */
-  throttlePrefix?: string;
-  /**
-   * Where the workers' throttles are counted when they give ThrottledWorker a `grantor` (another Redis): the
-   * registry, counters and bucket indexes are read there, each queue's own keys on `connection`.
-   * @default the connection
-   */
-  grantor?: {
-    /**
-     * The grantor's Redis, in any form `connection` takes: ioredis options, a redis:// URL, a Cluster's seeds, or an
-     * ioredis Redis or Cluster client (which the admin then never closes).
-     */
-    connection: ConnectionInput;
-  };
-}
 
 /**
  * Answers why a queue is paced, from what the workers keep as they deliver: no call scans buckets,
