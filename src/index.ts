@@ -32,7 +32,7 @@ export { SUPPORTED_BULLMQ_RANGE, assertSupportedBullmq } from './worker/bullmqVe
 export { UnsupportedBullmqError } from './errors/UnsupportedBullmqError';
 export { mostInAnyWindow } from './check/mostInAnyWindow';
 export { ThrottleAdmin } from './admin/ThrottleAdmin';
-export type { ThrottleAdminOptions } from './admin/ThrottleAdmin';
+export type { ThrottleAdminOptions } from './admin/throttleAdminOptions';
 export type { PauseOptions, ThrottlePause } from './queueState/throttlePauses';
 export type { LimitInput, LimitOverride, SetLimitsOptions } from './admin/limitOverrides';
 export type { JobExplanation } from './admin/explainJob';

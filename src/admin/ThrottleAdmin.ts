@@ -1,76 +1,20 @@
-import { Queue } from 'bullmq';
-import { describeKeyPart, KeyValue } from '../declarations/Key';
-import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { bindingNow, effectiveRate } from './effectiveRate';
-import { DispatchDelayStats, readDispatchDelay } from './dispatchDelayStats';
-import { explainJob, JobExplanation } from './explainJob';
-import { checkedLimits, LimitInput, readBucketOverride, readOverrides, SetLimitsOptions, ttlOf, writeOverride } from './limitOverrides';
-import { liftPause, PauseOptions, pauseUntilMs, setPause } from '../queueState/throttlePauses';
-import { bucketSegmentOf } from './bucketSegment';
-import { UnknownQueueError } from '../errors/UnknownQueueError';
-import { UnknownThrottleError } from '../errors/UnknownThrottleError';
-import { suggestionText } from './nearbyNames';
-import { MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
-import { QueueThrottleKeys, ThrottleKeys } from '../keys/ThrottleKeys';
-import { closeClient, ConnectionInput, openClient, OwnedClient, RedisClient } from '../redis/connection';
-import { effectiveThrottle, entriesDeclaring, entriesOfQueue, queueConfigFrom } from '../queueState/queueConfig';
-import type { RegistryEntry } from '../queueState/registryEntry';
-import { forgetRemovedJobs } from '../queueState/forgetRemovedJobs';
-import { readQueueHolds } from './queueHolds';
-import { UNTIL_RESUMED } from '../lua/calls/pauseThrottle';
-import { EVERY_PAUSE } from '../lua/calls/resumeThrottle';
-import { EVERY_OVERRIDE, WHOLE_THROTTLE_OVERRIDE } from '../lua/calls/setLimitOverride';
-import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
-import { releaseHeldJobs } from '../queueState/heldJobRelease';
-import { QueueStillThrottledError } from '../errors/QueueStillThrottledError';
-import { ScriptRunner } from '../lua/scripts';
-import { PlainWorkerDetector } from '../queueState/plainWorkerDetector';
-import { nextRoomAt } from './nextRoom';
-import { BucketStats, QueueStats, ThrottleStats, ThrottleSummary } from './types';
-import pino from 'pino';
-import { DEFAULT_PREFIX } from '../options/defaults';
+import { KeyValue } from '../declarations/Key';
+import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
-import { readBucketFigures } from './bucketFigures';
-import { holdTimes } from './holdTimes';
-import { redisTimeMs } from '../redis/redisClock';
-import { isClusterClient } from '../redis/clusterNodes';
-
-/**
- * Where a ThrottleAdmin reads: the queues' Redis, their bullmq prefix, and the workers' throttle namespace.
- *
- * @example
- * const admin = new ThrottleAdmin({ connection: 'redis://127.0.0.1:6379', prefix: 'bull' });
- */
-export interface ThrottleAdminOptions {
-  /**
-   * ioredis options, a redis:// URL, a Cluster's seeds (`{ startupNodes }`), or an ioredis Redis or Cluster
-   * client (which the admin then never closes).
-   */
-  connection: ConnectionInput;
-  /**
-   * bullmq's key prefix of the queues asked about.
-   * @default 'bull'
-   */
-  prefix?: string;
-  /**
-   * The throttle namespace: the workers' `throttlePrefix`.
-   * @default prefix
-   */
-  throttlePrefix?: string;
-  /**
-   * Where the workers' throttles are counted when they give ThrottledWorker a `grantor` (another Redis): the
-   * registry, counters and bucket indexes are read there, each queue's own keys on `connection`.
-   * @default the connection
-   */
-  grantor?: {
-    /**
-     * The grantor's Redis, in any form `connection` takes: ioredis options, a redis:// URL, a Cluster's seeds, or an
-     * ioredis Redis or Cluster client (which the admin then never closes).
-     */
-    connection: ConnectionInput;
-  };
-}
+import { DEFAULT_PREFIX } from '../options/defaults';
+import type { RegistryEntry } from '../queueState/registryEntry';
+import { PauseOptions } from '../queueState/throttlePauses';
+import { AdminConnections } from './adminConnections';
+import { AdminContext } from './adminContext';
+import { JobExplanation } from './explainJob';
+import { explainQueueJob, releaseQueueHeld } from './heldJobs';
+import { LimitInput, SetLimitsOptions } from './limitOverrides';
+import { LiveRegistry } from './liveRegistry';
+import { readQueueStats } from './queueStats';
+import { clearThrottleLimits, pauseThrottle, resumeThrottle, setThrottleLimits } from './throttleControls';
+import { ThrottleAdminOptions } from './throttleAdminOptions';
+import { readBucketStats, readThrottleStats } from './throttleStats';
+import { BucketStats, QueueStats, ThrottleStats } from './types';
 
 /**
  * Answers why a queue is paced, from what the workers keep as they deliver: no call scans buckets,
@@ -83,11 +27,7 @@ export class ThrottleAdmin {
    * find a throttle's or a queue's keys with redis-cli (docs/keys.md).
    */
   readonly keys: ThrottleKeys;
-  private readonly connection: OwnedClient;
-  private readonly grantorConnection?: OwnedClient;
-  private readonly queues = new Map<string, Queue>();
-  private scriptRunner?: ScriptRunner;
-  private namespaceScriptRunner?: ScriptRunner;
+  private readonly context: AdminContext;
 
   /**
    * Opens the Redis connections the options describe (with ioredis' maxRetriesPerRequest: null, so a call waits
@@ -100,37 +40,8 @@ export class ThrottleAdmin {
   constructor(options: ThrottleAdminOptions) {
     this.keys = new ThrottleKeys(options.prefix ?? DEFAULT_PREFIX, options.throttlePrefix);
     assertNamespaceUsable('ThrottleAdmin', 'throttlePrefix (by default the prefix)', this.keys.namespace, this.keys.namespaceBase);
-    this.connection = openClient(options.connection, { maxRetriesPerRequest: null });
-    if (options.grantor) this.grantorConnection = openClient(options.grantor.connection, { maxRetriesPerRequest: null });
-  }
-
-  /** The queues' Redis. */
-  private get client(): RedisClient {
-    return this.connection.client;
-  }
-
-  /** The throttle namespace's Redis: the registry, the counters, the bucket indexes. */
-  private get ns(): RedisClient {
-    return this.grantorConnection?.client ?? this.connection.client;
-  }
-
-  private get runner(): ScriptRunner {
-    this.scriptRunner ??= new ScriptRunner(this.client);
-    return this.scriptRunner;
-  }
-
-  private get nsRunner(): ScriptRunner {
-    if (!this.grantorConnection) return this.runner;
-    this.namespaceScriptRunner ??= new ScriptRunner(this.grantorConnection.client);
-    return this.namespaceScriptRunner;
-  }
-
-  /**
-   * Redis time (ms) on the node that holds `key`, to compare with times written to keys of its slot: in a
-   * Cluster, the namespace's node for the registry and the throttles' counters, the queue's for its own keys.
-   */
-  private nowMs(key: string = this.keys.registryAlive): Promise<number> {
-    return key === this.keys.registryAlive ? redisTimeMs(this.ns, key, this.nsRunner) : redisTimeMs(this.client, key, this.runner);
+    const connections = new AdminConnections(this.keys, options.connection, options.grantor);
+    this.context = { keys: this.keys, connections, registry: new LiveRegistry(this.keys, connections) };
   }
 
   /**
@@ -139,22 +50,7 @@ export class ThrottleAdmin {
    * @param nowMs - The time to judge liveness at (ms, Redis clock of the throttle namespace's node); omitted: now.
    */
   async liveEntries(nowMs?: number): Promise<RegistryEntry[]> {
-    const now = nowMs ?? (await this.nowMs());
-    const [alive, raw] = await Promise.all([
-      this.ns.zrangebyscore(this.keys.registryAlive, `(${now}`, '+inf'),
-      this.ns.hgetall(this.keys.registryDeclarations),
-    ]);
-    const live = new Set(alive);
-    const entries: RegistryEntry[] = [];
-    for (const [workerId, json] of Object.entries(raw)) {
-      if (!live.has(workerId)) continue;
-      try {
-        entries.push(JSON.parse(json) as RegistryEntry);
-      } catch {
-        // Not an entry this version can read: it lapses with its worker.
-      }
-    }
-    return entries;
+    return this.context.registry.liveEntries(nowMs);
   }
 
   /**
@@ -173,43 +69,7 @@ export class ThrottleAdmin {
       queues: string[];
     }[];
   }> {
-    const entries = await this.liveEntries();
-    const byThrottle = new Map<string, Set<string>>();
-    for (const entry of entries) {
-      for (const declaration of entry.declarations) {
-        if (!byThrottle.has(declaration.name)) byThrottle.set(declaration.name, new Set());
-        byThrottle.get(declaration.name)!.add(this.queueName(entry));
-      }
-    }
-    return {
-      // queueStats answers for queues under this admin's prefix.
-      queues: [...new Set(entries.filter((entry) => entry.prefix === this.keys.prefix).map((entry) => entry.queue))].sort(),
-      throttles: [...byThrottle].map(([name, queues]) => ({ name, queues: [...queues].sort() })).sort((a, b) => a.name.localeCompare(b.name)),
-    };
-  }
-
-  private queueFor(name: string): Queue {
-    let queue = this.queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, { connection: this.client as never, prefix: this.keys.prefix });
-      // Connection errors surface where the admin's calls fail; bullmq would also print each one.
-      queue.on('error', () => undefined);
-      this.queues.set(name, queue);
-    }
-    return queue;
-  }
-
-  private summary(throttle: EffectiveThrottle, declaredBy: number): ThrottleSummary {
-    return {
-      name: throttle.name,
-      limits: throttle.limits.map((limit) => ({ ...limit })),
-      rate: throttle.tokenRate ? { ...throttle.tokenRate } : null,
-      concurrency: throttle.maxInFlight ?? null,
-      key: throttle.keyParts ? throttle.keyParts.map(describeKeyPart) : null,
-      keyParts: throttle.keyParts ? [...throttle.keyParts] : null,
-      missing: throttle.missing,
-      declaredBy,
-    };
+    return this.context.registry.live();
   }
 
   /**
@@ -224,75 +84,7 @@ export class ThrottleAdmin {
    *   key, no throttle state) and no live ThrottledWorker serves it; the message suggests close queue names.
    */
   async queueStats(queue: string): Promise<QueueStats> {
-    const q = this.queueKeys(queue);
-    // The queue's own times are read with the clock of the node holding the queue (readQueueHolds).
-    const entries = await this.liveEntries();
-    const mine = entriesOfQueue(entries, queue, this.keys.prefix);
-    const known = mine.length > 0 || (await this.anyExists([q.state, `${this.keys.prefix}:${queue}:meta`, `${this.keys.prefix}:${queue}:id`]));
-    if (!known) {
-      const live = entries.filter((e) => e.prefix === this.keys.prefix).map((e) => e.queue);
-      throw new UnknownQueueError(`queue '${queue}' has no jobs and no ThrottledWorker under prefix '${this.keys.prefix}': check the queue name and --prefix.${suggestionText(queue, live, 'queue with a live ThrottledWorker')}`);
-    }
-    const bull = this.queueFor(queue);
-    const config = queueConfigFrom(entries, queue, this.keys.prefix);
-    // Held jobs removed from outside since the workers last looked stop counting first.
-    await forgetRemovedJobs(this.runner, bull.keys.events, q);
-    const [counts, holds, consumers] = await Promise.all([
-      bull.getJobCounts(),
-      readQueueHolds(this.runner, q, config.throttles.map((t) => t.name)),
-      new PlainWorkerDetector(this.client, this.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
-    ]);
-    return {
-      queue,
-      counts,
-      throttled: holds.held + holds.classifying,
-      heldByFullBuckets: holds.blocked,
-      classifying: holds.classifying,
-      throttles: config.throttles.map((t) => this.summary(t, mine.filter((e) => e.declarations.some((d) => d.name === t.name)).length)),
-      throttledWorkers: mine.length,
-      plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
-      oldestHeldMs: holds.oldestWaitingSince === null ? null : Math.max(0, holds.nowMs - holds.oldestWaitingSince),
-      at: holds.nowMs,
-    };
-  }
-
-  /**
-   * Whether any of the keys exists. One EXISTS per key: a queue's throttle keys and bullmq's share a slot
-   * only when the prefix or the queue name has a hash tag, and a multi-key command across slots is refused.
-   */
-  private async anyExists(keys: readonly string[]): Promise<boolean> {
-    const found = await Promise.all(keys.map((key) => this.client.exists(key)));
-    return found.some((n) => n > 0);
-  }
-
-  private queueKeys(queue: string) {
-    return this.keys.queue(queue);
-  }
-
-  /** The scheduler keys of an entry's queue, under the queue's own prefix, and bullmq's marker of it. */
-  private queueKeysOf(entry: RegistryEntry): QueueThrottleKeys & { marker: string } {
-    const keys = new ThrottleKeys(entry.prefix, this.keys.namespace);
-    return { ...keys.queue(entry.queue), marker: `${keys.bullmqBase(entry.queue)}marker` };
-  }
-
-  /** The scheduler keys of each queue the entries declare on, once each. */
-  private queuesOf(entries: readonly RegistryEntry[]) {
-    const seen = new Map<string, ReturnType<ThrottleAdmin['queueKeysOf']>>();
-    for (const entry of entries) {
-      const q = this.queueKeysOf(entry);
-      seen.set(q.base, q);
-    }
-    return [...seen.values()];
-  }
-
-  /** A queue as stats name it: its name, qualified with its prefix when that is not this admin's. */
-  private queueName(entry: RegistryEntry): string {
-    return entry.prefix === this.keys.prefix ? entry.queue : `${entry.prefix}:${entry.queue}`;
-  }
-
-  private async effective(name: string, entries: RegistryEntry[]): Promise<EffectiveThrottle> {
-    this.mustBeDeclared(name, entries);
-    return effectiveThrottle(entries, name);
+    return readQueueStats(this.context, queue);
   }
 
   /**
@@ -303,16 +95,7 @@ export class ThrottleAdmin {
    * @throws UnknownThrottleError when no live ThrottledWorker declares `name`.
    */
   async requireDeclared(name: string): Promise<void> {
-    this.mustBeDeclared(name, await this.liveEntries());
-  }
-
-  private mustBeDeclared(name: string, entries: readonly RegistryEntry[]): void {
-    if (entriesDeclaring(entries, name).length > 0) return;
-    const where = this.keys.namespace === this.keys.prefix
-      ? `under prefix '${this.keys.prefix}': check the name and --prefix (or --throttle-prefix, when the workers set throttlePrefix)`
-      : `in throttle namespace '${this.keys.namespace}': check the name and --throttle-prefix`;
-    const declared = entries.flatMap((e) => e.declarations.map((d) => d.name));
-    throw new UnknownThrottleError(`throttle '${name}' is not declared by any live ThrottledWorker ${where}.${suggestionText(name, declared, 'throttle')}`);
+    this.context.registry.mustBeDeclared(name, await this.liveEntries());
   }
 
   /**
@@ -335,44 +118,7 @@ export class ThrottleAdmin {
      */
     top?: number;
   } = {}): Promise<ThrottleStats> {
-    const top = options.top ?? 10;
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const throttle = await this.effective(name, entries);
-    const declaring = entriesDeclaring(entries, name);
-    const [figures, dispatchDelay] = await Promise.all([
-      readThrottleFigures(this.figureSource(), throttle, this.queuesOf(declaring).map((q) => q.throttleStats(name)), top),
-      this.dispatchDelayOf(declaring),
-    ]);
-    const { totals, overrides } = figures;
-    return {
-      ...this.summary(throttle, declaring.length),
-      // An override replaces the declared limits while it lasts.
-      ...(overrides.throttle ? { limits: overrides.throttle.limits.map((limit) => ({ ...limit })) } : {}),
-      queues: [...new Set(declaring.map((entry) => this.queueName(entry)))].sort(),
-      activeBuckets: figures.activeBuckets,
-      bucketsAtLimit: figures.bucketsAtLimit,
-      waiting: totals.waiting,
-      topBuckets: topBucketsOf(totals, top),
-      lastWindow: lastWindowOf(throttle, figures),
-      deliveredTotal: totals.delivered,
-      limitedTotal: totals.limited,
-      tokensExpired: totals.expired,
-      oldestWaitingMs: totals.oldestWaitingMs,
-      holdTimes: holdTimes(totals.delivered, totals.held),
-      recoveryHold: figures.recoveryHold,
-      paused: figures.paused,
-      limitSource: overrides.throttle ? 'override' : 'declared',
-      overrides,
-      effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
-      dispatchDelay,
-      at: figures.nowMs,
-    };
-  }
-
-  /** Where readThrottleFigures reads: on one Redis server (no Cluster, no grantor option), one script reads it all. */
-  private figureSource(): FigureSource {
-    return { keys: this.keys, namespace: this.nsRunner, queues: this.runner, oneNode: !this.grantorConnection && !isClusterClient(this.client) };
+    return readThrottleStats(this.context, name, options);
   }
 
   /**
@@ -389,34 +135,7 @@ export class ThrottleAdmin {
    *   number of values other than the key's parts.
    */
   async throttleBucket(name: string, key: readonly KeyValue[] | null = null): Promise<BucketStats> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const throttle = await this.effective(name, entries);
-    const bucket = bucketSegmentOf(name, throttle, key ?? null);
-    // The limits this bucket counts against: its own override, the throttle's, or the declared ones.
-    // The limits it counts against: its own override, the throttle's, or the declared ones (read first: they
-    // say which counters to read; they change rarely).
-    const override = (await readBucketOverride(this.ns, this.keys, name, bucket, now)) ?? (await readOverrides(this.ns, this.keys, name, now)).throttle;
-    const declaring = entriesDeclaring(entries, name);
-    const [figures, dispatchDelay] = await Promise.all([
-      readBucketFigures(this.figureSource(), throttle, bucket, override?.limits ?? throttle.limits, this.queuesOf(declaring).map((q) => q.throttleStats(name))),
-      throttle.maxInFlight === undefined ? null : this.dispatchDelayOf(declaring),
-    ]);
-    const { limits, rate, inFlight, pausedUntil } = figures;
-    return {
-      throttle: name,
-      key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
-      limits,
-      limitSource: override ? 'override' : 'declared',
-      effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
-      bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate, inFlight),
-      rate,
-      inFlight,
-      paused: pausedUntil === undefined ? null : { until: pausedUntil },
-      waiting: figures.waiting,
-      nextRoomAt: nextRoomAt(limits, rate, pausedUntil, figures.nowMs),
-      at: figures.nowMs,
-    };
+    return readBucketStats(this.context, name, key);
   }
 
   /**
@@ -432,15 +151,7 @@ export class ThrottleAdmin {
    *   the queue.
    */
   async releaseHeld(queue: string): Promise<number> {
-    const { released, complete } = await releaseHeldJobs(this.runner, this.keys, queue);
-    if (!complete && released === 0) {
-      const workers = entriesOfQueue(await this.liveEntries(), queue, this.keys.prefix).length;
-      throw new QueueStillThrottledError(
-        `queue '${queue}' has ${workers} live ThrottledWorker(s) under prefix '${this.keys.prefix}': they deliver its held jobs. `
-        + 'Close them first (the last one to close puts the held jobs back itself), or release again once their declarations lapse.',
-      );
-    }
-    return released;
+    return releaseQueueHeld(this.context, queue);
   }
 
   /**
@@ -463,10 +174,7 @@ export class ThrottleAdmin {
     /** When the pause in force ends (ms, Redis clock; a longer one already set stays); null: until resumed. */
     until: number | null;
   }> {
-    const now = await this.nowMs();
-    const segment = bucketSegmentOf(name, this.declared(name, await this.liveEntries(now)), options.key);
-    const until = await setPause(this.nsRunner, this.keys, name, segment, pauseUntilMs(options, now));
-    return { until: until === UNTIL_RESUMED ? null : until };
+    return pauseThrottle(this.context, name, options);
   }
 
   /**
@@ -489,10 +197,7 @@ export class ThrottleAdmin {
      */
     key?: readonly KeyValue[] | null;
   } = {}): Promise<number> {
-    const entries = await this.liveEntries(await this.nowMs());
-    const segment = options.key === undefined ? EVERY_PAUSE : bucketSegmentOf(name, this.declared(name, entries), options.key);
-    const targets = this.queuesOf(entriesDeclaring(entries, name)).map((q) => ({ wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker }));
-    return liftPause(this.nsRunner, this.runner, this.keys, name, segment, targets);
+    return resumeThrottle(this.context, name, options);
   }
 
   /**
@@ -515,12 +220,7 @@ export class ThrottleAdmin {
    * @throws InvalidGrantError when `key` does not fit the key of the throttle a live worker declares.
    */
   async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
-    const checked = checkedLimits(name, limits);
-    const ttlMs = ttlOf(name, options.ttlMs);
-    const entries = await this.liveEntries();
-    const segment = bucketSegmentOf(name, this.declared(name, entries), options.key);
-    await writeOverride(this.nsRunner, this.keys, name, segment, checked, ttlMs);
-    await this.wakeDeclaring(name, segment, entries);
+    await setThrottleLimits(this.context, name, limits, options);
   }
 
   /**
@@ -541,20 +241,7 @@ export class ThrottleAdmin {
      */
     key?: readonly KeyValue[] | null;
   } = {}): Promise<void> {
-    const entries = await this.liveEntries();
-    const segment = options.key === undefined ? EVERY_OVERRIDE : bucketSegmentOf(name, this.declared(name, entries), options.key);
-    await writeOverride(this.nsRunner, this.keys, name, segment, null);
-    await this.wakeDeclaring(name, segment, entries);
-  }
-
-  /**
-   * Classes waiting on the throttle's buckets (`segment`: one; '': all) look again at once in every queue that
-   * declares it: a raised limit has room now, which their wakeup time, set under the old one, does not know.
-   */
-  private async wakeDeclaring(name: string, segment: string, entries: readonly RegistryEntry[]): Promise<void> {
-    for (const q of this.queuesOf(entriesDeclaring(entries, name))) {
-      await runWakeBuckets(this.runner, { wakeups: q.wakeups, leaseRoom: q.leaseRoom, marker: q.marker, throttle: name, bucket: segment === WHOLE_THROTTLE_OVERRIDE ? EVERY_BUCKET : segment });
-    }
+    await clearThrottleLimits(this.context, name, options);
   }
 
   /**
@@ -569,25 +256,7 @@ export class ThrottleAdmin {
    * @returns The explanation; `state` 'unknown' when the queue has no such job.
    */
   async explainJob(queue: string, jobId: string): Promise<JobExplanation> {
-    const now = await this.nowMs();
-    const entries = await this.liveEntries(now);
-    const config = queueConfigFrom(entries, queue, this.keys.prefix);
-    return explainJob(queue, jobId, {
-      client: this.client, queueKeys: this.queueKeys(queue), jobPrefix: this.keys.bullmqBase(queue), config, nowMs: now,
-      bullmqState: () => this.queueFor(queue).getJobState(jobId),
-      bucket: (name, key) => this.throttleBucket(name, key),
-      processingMs: async (name) => (await this.dispatchDelayOf(entriesDeclaring(entries, name)))?.processingMs ?? null,
-    });
-  }
-
-  /** Processor start minus processedOn, and processing times, over the live workers of these entries. */
-  private dispatchDelayOf(declaring: readonly RegistryEntry[]): Promise<DispatchDelayStats | null> {
-    return readDispatchDelay(this.client, declaring.map((entry) => ({ key: this.queueKeysOf(entry).dispatchDelays, workerId: entry.workerId })));
-  }
-
-  /** The throttle's effective declaration, when a live worker declares it. */
-  private declared(name: string, entries: readonly RegistryEntry[]): EffectiveThrottle | undefined {
-    return entriesDeclaring(entries, name).length > 0 ? effectiveThrottle(entries, name) : undefined;
+    return explainQueueJob(this.context, queue, jobId);
   }
 
   /**
@@ -595,13 +264,6 @@ export class ThrottleAdmin {
    * in as `connection` (or the grantor's) stays open, for its owner to close.
    */
   async close(): Promise<void> {
-    for (const queue of this.queues.values()) await queue.close().catch(() => undefined);
-    await closeClient(this.connection);
-    if (this.grantorConnection) await closeClient(this.grantorConnection);
+    await this.context.connections.close();
   }
-}
-
-/** A throttle's concurrency with the processing time its workers measured, for effectiveRate. */
-function concurrencyOf(throttle: EffectiveThrottle, delay: DispatchDelayStats | null): { n: number; processingMs: number | null } | undefined {
-  return throttle.maxInFlight === undefined ? undefined : { n: throttle.maxInFlight, processingMs: delay?.processingMs ?? null };
 }
