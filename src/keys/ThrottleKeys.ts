@@ -61,6 +61,14 @@ export class ThrottleKeys {
   }
 
   /**
+   * STRING: the latest moment (us) a delivery told a caller waiting for the bucket's window room to look again
+   * (lua/includes/wakeClaims.lua, which composes the same name).
+   */
+  wakeClaim(name: string, bucket: string): string {
+    return `${this.throttleBase(name)}:b:${bucket}:wk`;
+  }
+
+  /**
    * HASH '#' -> the jobs' costs summed, an entry per job in flight -> its cost: one bucket's concurrency
    * (lua/includes/inFlightCounter.lua); 'a' and 'f' mark it in the throttle's indexes (lua/includes/bucketIndexes.lua);
    * its `:q` names the queues waiting on it.

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { Throttle } from '../../src';
+import { Throttle, ThrottleKeys } from '../../src';
 import { ScriptRunner } from '../../src/lua/scripts';
 import { newRedis } from '../support/redis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
@@ -27,11 +27,17 @@ describe('wake claims: one caller per room return', () => {
     for (const name of names) await bed.queue(name).addBulk(Array.from({ length: 6 }, (_, i) => ({ name: 'n', data: { i } })));
     // The moments handed out by calls that delivered nothing and were told to wait for room (Redis time, us).
     const told: number[] = [];
+    // The latest moment handed out, as the key holds it after each such call.
+    const claimKey = new ThrottleKeys(bed.prefix).wakeClaim('shared-claims', '-');
+    const claimed: number[] = [];
     ScriptRunner.prototype.run = async function (this: ScriptRunner, name, keys, args) {
       const reply = await run.call(this, name, keys, args);
       if (name === 'takeNextJobs') {
         const [nowUs, nextWakeUs, , , , , , more, delivered] = (reply as unknown[]).map(Number);
-        if (delivered === 0 && more === 0 && nextWakeUs > nowUs) told.push(nextWakeUs);
+        if (delivered === 0 && more === 0 && nextWakeUs > nowUs) {
+          told.push(nextWakeUs);
+          claimed.push(Number(await redis.get(claimKey)));
+        }
       }
       return reply;
     };
@@ -40,6 +46,10 @@ describe('wake claims: one caller per room return', () => {
     for (const name of names) bed.worker(name, async (job) => { starts.push(job.processedOn!); }, { concurrency: 5, throttles });
     await waitFor(() => starts.length >= 9, 10_000, 'three rounds of the bucket');
     expect(told.length).toBeGreaterThanOrEqual(4);
+    // The key names the latest moment handed out (a later call may have moved it on before it was read; once its
+    // moment has passed it is gone, which a stalled test process can see).
+    expect(claimed.some((at) => at > 0)).toBe(true);
+    told.forEach((at, i) => { if (claimed[i] > 0) expect(claimed[i]).toBeGreaterThanOrEqual(at); });
     // A 200 ms window's slot: 200,000 us / 220, whole us.
     const slotUs = Math.floor(200_000 / 220);
     const sorted = [...told].sort((x, y) => x - y);
