@@ -223,12 +223,12 @@ end
 -- spent no leased token.
 local roomTicketing = { tickets = {}, parts = {}, expiry = {} }
 
--- A job whose cost cannot be counted ($0: it fails before its processor runs) spends nothing.
 -- A lease's room comes when the grantor's lease round answers (comingRoom), for every waiter at once.
 local function roomWakeAtUs(bucketId, atUs)
   return atUs
 end
 
+-- A job whose cost cannot be counted ($0: it fails before its processor runs) spends nothing.
 local function spendRoom(pool, fresh, jobId, cost)
   cost = cost or 1
   if cost <= 0 then return end
