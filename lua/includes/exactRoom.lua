@@ -29,6 +29,11 @@ local function initRoom(ctx)
   ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
   -- ARGV[15 + K] (lua/takeNextJobs-19.lua): the namespace's node identity the worker saw recorded.
   ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', ARGV[15 + K])
+  -- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
+  -- (Fields of the run's context, not locals: the delivery scripts' main chunk is near Lua's 200.)
+  ctx.inFlightJobs = {}
+  -- Whether the queue's in-flight index exists (nil: not looked yet; freshJobTaken).
+  ctx.inFlightIndexExists = nil
 end
 
 local function roomSource(bucket)
@@ -57,8 +62,6 @@ local function roomWakeAtUs(bucketId, atUs)
   return wakeClaims.claim(exactRoomContext.throttlePrefix, bucket, counters, atUs, exactRoomContext.now)
 end
 
--- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
-local inFlightJobs = {}
 
 -- With a start deadline (leaseMs > 0), what each job delivered this run was counted in, in delivery order, so
 -- that a job whose processor would start too late can give it back (src/worker/lateStarts/startDeadlines.ts): per bucket
@@ -135,10 +138,10 @@ local function spendRoom(counters, fresh, jobId, cost)
   -- A job whose cost cannot be counted (0: it fails before its processor runs) holds no slot.
   if inFlight and cost > 0 then
     addInFlight(inFlight, exactRoomContext.queueBase, jobId, cost)
-    local listed = inFlightJobs[jobId]
+    local listed = exactRoomContext.inFlightJobs[jobId]
     if not listed then
       listed = {}
-      inFlightJobs[jobId] = listed
+      exactRoomContext.inFlightJobs[jobId] = listed
     end
     listed[#listed + 1] = inFlight.key
     listed[#listed + 1] = inFlight.bucketId
@@ -152,11 +155,11 @@ end
 -- A job from wait (or prioritized) whose earlier delivery still counts in flight ended without its release
 -- (its worker died, bullmq's stalled check put it back): that delivery stops counting before this one is
 -- looked at (the job may be in active just now, to be looked at, which would make it look in flight).
-local inFlightIndexExists
 local function freshJobTaken(jobId)
   local indexKey = exactRoomContext.queueBase .. ':in-flight'
-  if inFlightIndexExists == nil then inFlightIndexExists = rcall('EXISTS', indexKey) == 1 end
-  if inFlightIndexExists then releaseJobInFlight(indexKey, exactRoomContext.queueBase, jobId, exactRoomContext.now, true) end
+  local ctx = exactRoomContext
+  if ctx.inFlightIndexExists == nil then ctx.inFlightIndexExists = rcall('EXISTS', indexKey) == 1 end
+  if ctx.inFlightIndexExists then releaseJobInFlight(indexKey, exactRoomContext.queueBase, jobId, exactRoomContext.now, true) end
 end
 
 local function saveRoom()
@@ -165,7 +168,7 @@ local function saveRoom()
   if roomTicketing.longestL > exactRoomContext.hmax then
     rcall('HSET', exactRoomContext.throttlePrefix .. ':grantor', 'hmax', roomTicketing.longestL)
   end
-  for jobId, listed in pairs(inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
+  for jobId, listed in pairs(exactRoomContext.inFlightJobs) do rcall('HSET', exactRoomContext.queueBase .. ':in-flight', jobId, cjson.encode(listed)) end
   saveThrottleStats(exactRoomContext.queueBase, exactRoomContext.throttlePrefix, exactRoomContext.nowMs)
 end
 
