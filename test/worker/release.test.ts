@@ -62,14 +62,16 @@ describe('releasing held jobs back to bullmq', () => {
     const queue = bed.queue(name);
     const processed: string[] = [];
     const processor = async (job: Job) => { processed.push(job.name); };
-    // Full buckets: b3 (lifo) and a1 go, the rest of customers a and b wait a minute for room.
-    const first = bed.worker(name, processor, { concurrency: 1, throttles: [perCustomer], attributes, declarationTtlMs: TTL_MS });
+    // Full buckets: b3 (lifo) and a1 go, the rest of customers a and b wait a minute for room. Counted at
+    // processedOn (leaseMs 0): a start deadline on a loaded machine (load average 12 in a CI rehearsal beside
+    // another session's tests) put a1 back for starting late, and a2 took its room; the order here is releaseHeld's.
+    const first = bed.worker(name, processor, { concurrency: 1, leaseMs: 0, throttles: [perCustomer], attributes, declarationTtlMs: TTL_MS });
     await queue.addBulk(jobs(['a1', 'a2', 'a3', 'a4', 'b1', 'b2', 'b3'], { a3: { priority: 5 }, b3: { lifo: true } }));
     await waitFor(async () => processed.length === 2 && (await redis.hget(state(name), 'blocked')) === '5', 10_000, 'five jobs held on full buckets');
     expect(processed).toEqual(['b3', 'a1']);
     await crash(first);
     // A second deployment adds a throttle (a new config generation): the first one's classes are of an old one.
-    const second = bed.worker(name, processor, { concurrency: 1, throttles: [perCustomer, Throttle.named('extra').limit(100, '1m')], attributes, declarationTtlMs: TTL_MS });
+    const second = bed.worker(name, processor, { concurrency: 1, leaseMs: 0, throttles: [perCustomer, Throttle.named('extra').limit(100, '1m')], attributes, declarationTtlMs: TTL_MS });
     await second.waitUntilReady();
     await queue.addBulk(jobs(['d1', 'd2', 'd3']));
     await waitFor(async () => processed.length === 3 && (await redis.hget(state(name), 'blocked')) === '7', 10_000, 'd2, d3 held on a full bucket');
