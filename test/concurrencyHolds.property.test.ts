@@ -51,7 +51,7 @@ describe('concurrency holds, property (grantor scripts against a model)', () => 
       const grantor = { runner, slotKey: keys.registryVersion, throttlePrefix: keys.throttlePrefix, confirmation: new ReplicaConfirmation(() => keys.grantorRecord) };
       try {
         // The throttle's limits as a worker publishes them (lua/publishLimits-n.lua): concurrency n, nothing else.
-        await runPublishLimits(runner, { ttlMs: 60_000, registryVersion: 1, force: false, throttles: [{ limitsKey: keys.effectiveLimits('crawl'), windows: [], concurrency: N }] });
+        await runPublishLimits(runner, { ttlMs: 60_000, registryVersion: 1, force: false, throttles: [{ limitsKey: keys.effectiveLimits('crawl'), limits: [{ kind: 'concurrency', n: N }], rateLeaseMs: 0 }] });
         const workers = WORKERS.map((): ModelWorker => ({ held: 0, inUse: 0, lapsesAtMs: 0 }));
         const alive = (w: ModelWorker, nowMs: number) => w.held > 0 && w.lapsesAtMs > nowMs;
         for (const step of steps) {

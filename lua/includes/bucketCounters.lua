@@ -8,6 +8,9 @@
   Every kind keeps the throttle's bucket indexes (includes/bucketIndexes), written by saveBucketCounters.
   A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
   delivery (exactRoom), which names the job it counts, and held by leased workers (lua/leaseTokens-1.lua).
+  Each kind's include gives it one table with the same functions for one bucket (windowKind, rateKind,
+  inFlightKind: load, room, roomAtUs, add, save), and the functions below go over the kinds: a new kind is
+  its include and its entry in `kinds` (and its fields in the limits hash, read by throttleLimits).
   Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
 ]]
 --- @include "recoveryHold"
@@ -20,9 +23,9 @@
 local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters, lapsedOverrideRemoved
 do
 local limitsCache = {}
-local counterList = {}
-local rateList = {}
-local inFlightList = {}
+-- Every kind of limit, in the order a bucket's counters are loaded and looked at. Saved concurrency first
+-- (saveBucketCounters says why): saveOrder.
+local kinds, saveOrder = { windowKind, rateKind, inFlightKind }, { inFlightKind, windowKind, rateKind }
 
 -- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base) and
 -- its rate (limits.rate), or nil when no live worker declares it.
@@ -111,24 +114,10 @@ function bucketCounters(throttlePrefix, bucket, nowUs)
   local limits = throttleLimits(throttlePrefix, bucket.name)
   if limits == nil then return nil end
   limits = limitsOfBucket(limits, bucket, nowUs)
+  -- Each kind loads its counters of the bucket (the windows' in the array part, the rate's and the
+  -- concurrency's as counters.rate and counters.inFlight), once per script (bucketCache).
   counters = {}
-  for _, limit in ipairs(limits) do
-    -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.
-    local counter = loadCounter(limit.keyHead .. bucket.bucket .. limit.keyTail, limit.max, limit.windowMs, nowUs)
-    -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
-    counter.statsBase, counter.bucket = limits.base, bucket.bucket
-    counterList[#counterList + 1] = counter
-    counters[#counters + 1] = counter
-  end
-  if limits.rate then
-    counters.rate = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs, limits.base, bucket.bucket)
-    rateList[#rateList + 1] = counters.rate
-  end
-  if limits.concurrency then
-    counters.inFlight = loadInFlight(limits.base .. ':b:' .. bucket.bucket .. ':c', limits.concurrency, nowUs, limits.base, bucket.bucket)
-    counters.inFlight.bucketId = bucket.id
-    inFlightList[#inFlightList + 1] = counters.inFlight
-  end
+  for i = 1, #kinds do kinds[i].load(limits, bucket, nowUs, counters) end
   counters.heldUntilUs, counters.nowUs = math.max(limits.heldUntilUs, pausedUntilUs(limits.base, bucket.bucket, limits.paused, nowUs)), nowUs
   counters.bucketId = bucket.id
   bucketCache[bucket.id] = counters
@@ -139,19 +128,7 @@ end
 function bucketRoom(counters)
   if counters.heldUntilUs > counters.nowUs then return 0 end
   local room = nil
-  for _, counter in ipairs(counters) do
-    if not counter.swept then sweepCounter(counter, counter.nowUs) end
-    local left = counter.max - counter.n
-    if room == nil or left < room then room = left end
-  end
-  if counters.rate then
-    local left = rateRoom(counters.rate)
-    if room == nil or left < room then room = left end
-  end
-  if counters.inFlight then
-    local left = inFlightRoom(counters.inFlight)
-    if room == nil or left < room then room = left end
-  end
+  for i = 1, #kinds do room = kinds[i].room(counters, room) end
   return room or 0
 end
 
@@ -164,47 +141,21 @@ function bucketRoomAtUs(counters, cost)
   cost = cost or 1
   local at = 0
   if counters.heldUntilUs > counters.nowUs then at = counters.heldUntilUs end
-  for i = 1, #counters do
-    local counter = counters[i]
-    -- Below its limit by its stored count, a counter has room (roomAtUs would say so too, at more cost).
-    if counter.n + cost > counter.max then
-      local roomAt
-      if cost > counter.max then roomAt = counters.nowUs + OVER_CAPACITY_LOOK_US else roomAt = roomAtUs(counter, cost) end
-      if roomAt > at then at = roomAt end
-    end
-  end
-  if counters.rate then
-    local roomAt = rateRoomAtUs(counters.rate, cost)
-    if roomAt > at then at = roomAt end
-  end
-  local inFlight = counters.inFlight
-  if inFlight then
-    -- Its room returns when a job ends: looked at (its entries checked) by then at the latest.
-    -- (credit: what a leased worker asking holds already, includes/inFlightCounter.)
-    local credit = inFlight.credit or 0
-    if inFlight.n + cost - credit > inFlight.max then inFlightRoom(inFlight, cost) end
-    local roomAt = 0
-    if cost > inFlight.max then roomAt = counters.nowUs + OVER_CAPACITY_LOOK_US
-    elseif inFlight.n + cost - credit > inFlight.max then roomAt = inFlightRoomAtUs(inFlight) end
-    -- A class may wait on it now: a release wakes this queue (saveBucketCounters).
-    if roomAt > 0 then inFlight.lacked = true end
-    if roomAt > at then at = roomAt end
-  end
+  -- A cost over a limit's N (a concurrency's n) never fits: looked at again this soon.
+  local lookAgainUs = counters.nowUs + OVER_CAPACITY_LOOK_US
+  for i = 1, #kinds do at = kinds[i].roomAtUs(counters, cost, at, lookAgainUs) end
   return at
 end
 
 -- Counts `count` tokens granted now with lease leaseMs in every limit of the bucket.
 function addBucketTokens(counters, count, leaseMs)
-  for _, counter in ipairs(counters) do addTokens(counter, count, leaseMs) end
-  if counters.rate then addRateTokens(counters.rate, count) end
+  for i = 1, #kinds do kinds[i].add(counters, count, leaseMs) end
 end
 
 -- waitingQueueBase: the queue whose classes may wait on the buckets now (woken when a job in flight ends).
 -- Concurrency first: the time kinds' index notes depend on whether it holds the bucket (includes/bucketIndexes).
 function saveBucketCounters(waitingQueueBase)
-  for _, inFlight in ipairs(inFlightList) do saveInFlight(inFlight, (inFlight.lacked or inFlight.n >= inFlight.max) and waitingQueueBase) end
-  for _, counter in ipairs(counterList) do saveCounter(counter) end
-  for _, rate in ipairs(rateList) do saveRate(rate) end
+  for i = 1, #saveOrder do saveOrder[i].save(waitingQueueBase) end
   bucketIndexes.flush()
 end
 end -- of the block that keeps the helpers local

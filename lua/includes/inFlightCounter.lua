@@ -28,12 +28,14 @@
   its entry replaced, not added to. The keys have no expiry: a job may run for hours; '#' at 0 deletes one.
   The bucket is in its throttle's :active index while it counts anything, and in :full while it counts >= n
   (includes/bucketIndexes, which says how; the counter's fields 'a' and 'f' mark what it entered).
+  inFlightKind: the functions every kind of limit has for one bucket (load, room, roomAtUs, add, save:
+  includes/bucketCounters iterates over the kinds); a bucket's concurrency is its counters.inFlight.
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
   delivery: the queue's keys and its throttles' share one).
 ]]
 --- @include "bucketIndexes"
 -- leasedHolds: { set, add, heldBy, wakeWaiting } (one table: the delivery scripts' main chunk is near Lua's 200 locals).
-local inFlightRoom, inFlightRoomAtUs, loadInFlight, addInFlight, saveInFlight, releaseJobInFlight, leasedHolds
+local inFlightRoom, addInFlight, releaseJobInFlight, leasedHolds, inFlightKind
 do
 local CHECK_MS = 1000
 -- A queue that stops waiting on a bucket drops out of its :q within this (a day); one that waits is named again.
@@ -64,7 +66,7 @@ end
 local loadedCounters = {}
 
 -- base, bucket: the throttle's base and the bucket's segment, for its indexes (includes/bucketIndexes).
-function loadInFlight(key, max, nowUs, base, bucket)
+local function loadInFlight(key, max, nowUs, base, bucket)
   local fields = rcall('HMGET', key, '#', '@', 'a', 'f')
   local counter = {
     key = key, max = max, n = tonumber(fields[1]) or 0, checkedMs = tonumber(fields[2]) or 0, nowUs = nowUs, added = {},
@@ -152,7 +154,7 @@ local function addToHold(counter, holder, units, nowMs, expiresMs)
 end
 
 -- A full bucket has room again when a job ends; the check above looks CHECK_MS after the last one.
-function inFlightRoomAtUs(counter)
+local function inFlightRoomAtUs(counter)
   return (counter.checkedMs + CHECK_MS) * 1000
 end
 
@@ -168,7 +170,7 @@ function addInFlight(counter, queueBase, jobId, cost)
 end
 
 -- Writes the counts; a full bucket names the queue whose classes are about to wait on it.
-function saveInFlight(counter, waitingQueueBase)
+local function saveInFlight(counter, waitingQueueBase)
   local marks = counter.base and bucketIndexes.concurrency(counter.base, counter.bucket, counter.n, counter.max,
     counter.markedActive, counter.markedFull, math.floor(counter.nowUs / 1000))
   if counter.n <= 0 then
@@ -243,4 +245,54 @@ function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
   return released
 end
 leasedHolds = { set = setHold, add = addToHold, heldBy = heldBy, wakeWaiting = wakeWaiting }
+
+-- The concurrency kind (includes/bucketCounters): a bucket's concurrency is its counters.inFlight, when its
+-- throttle has one. Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
+-- loaded: every concurrency counter loaded in this run, saved by save.
+inFlightKind = { loaded = {} }
+
+-- Loads the bucket's concurrency into counters.inFlight (nothing when its throttle has none).
+function inFlightKind.load(limits, bucket, nowUs, counters)
+  if not limits.concurrency then return end
+  local counter = loadInFlight(limits.base .. ':b:' .. bucket.bucket .. ':c', limits.concurrency, nowUs, limits.base, bucket.bucket)
+  counter.bucketId = bucket.id
+  counters.inFlight = counter
+  inFlightKind.loaded[#inFlightKind.loaded + 1] = counter
+end
+
+-- The lower of room (nil: none yet) and the units the bucket's concurrency has room for now.
+function inFlightKind.room(counters, room)
+  local counter = counters.inFlight
+  if not counter then return room end
+  local left = inFlightRoom(counter)
+  if room == nil or left < room then return left end
+  return room
+end
+
+-- The later of at and when the concurrency has room for `cost` more (us); lookAgainUs for a cost over its n.
+function inFlightKind.roomAtUs(counters, cost, at, lookAgainUs)
+  local inFlight = counters.inFlight
+  if not inFlight then return at end
+  -- Its room returns when a job ends: looked at (its entries checked) by then at the latest.
+  -- (credit: what a leased worker asking holds already, leaseTokens.)
+  local credit = inFlight.credit or 0
+  if inFlight.n + cost - credit > inFlight.max then inFlightRoom(inFlight, cost) end
+  local roomAt = 0
+  if cost > inFlight.max then roomAt = lookAgainUs
+  elseif inFlight.n + cost - credit > inFlight.max then roomAt = inFlightRoomAtUs(inFlight) end
+  -- A class may wait on it now: a release wakes this queue (save).
+  if roomAt > 0 then inFlight.lacked = true end
+  if roomAt > at then return roomAt end
+  return at
+end
+
+-- Tokens granted count nothing here: a concurrency counts the job delivered, by name (addInFlight, exactRoom).
+function inFlightKind.add()
+end
+
+-- Writes every concurrency counter loaded in this run; a full one, or one a class lacked room in, names
+-- waitingQueueBase (the queue whose classes may wait on it now: woken when a job in flight ends).
+function inFlightKind.save(waitingQueueBase)
+  for _, counter in ipairs(inFlightKind.loaded) do saveInFlight(counter, (counter.lacked or counter.n >= counter.max) and waitingQueueBase) end
+end
 end -- of the block that keeps the helpers local

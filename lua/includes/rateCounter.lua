@@ -40,10 +40,12 @@
   the proof above holds for the grants left. Exact delivery's tickets carry both TATs (includes/exactRoom).
   A rate with a statsBase (and bucket: the counter's statsBase, bucket) keeps its throttle's indexes
   (includes/bucketIndexes): active until its key expires, full until room for one more returns.
+  rateKind: the functions every kind of limit has for one bucket (load, room, roomAtUs, add, save:
+  includes/bucketCounters iterates over the kinds); a bucket's rate is its counters.rate.
   The including script defines rcall and includes intArg.
 ]]
 --- @include "bucketIndexes"
-local rateOf, loadRate, rateRoom, rateRoomAtUs, addRateTokens, saveRate
+local rateOf, loadRate, rateRoomAtUs, addRateTokens, saveRate, rateKind
 do
 -- "n perMs burst" granted with lease H (ms) -> { T, toleranceUs, fillMs, leaseMs }.
 function rateOf(text, leaseMs)
@@ -70,7 +72,7 @@ local function checked(counter)
 end
 
 -- Tokens that could be granted now (at least one exactly when rateRoomAtUs says room is there now).
-function rateRoom(counter)
+local function rateRoom(counter)
   local at = checked(counter) - counter.tolerance
   if at > counter.nowUs then return 0 end
   if counter.tolerance < 0 then return 1 end
@@ -106,5 +108,46 @@ function saveRate(counter)
       if roomAt > 0 then bucketIndexes.note(counter.statsBase, ':full', counter.bucket, math.ceil(roomAt / 1000)) end
     end
   end
+end
+
+-- The rate kind (includes/bucketCounters): a bucket's rate is its counters.rate, when its throttle has one.
+-- Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
+-- loaded: every rate loaded in this run, saved by save.
+rateKind = { loaded = {} }
+
+-- Loads the bucket's rate into counters.rate (nothing when its throttle has none).
+function rateKind.load(limits, bucket, nowUs, counters)
+  if not limits.rate then return end
+  local counter = loadRate(limits.base .. ':b:' .. bucket.bucket .. limits.rateKeyTail, limits.rate, nowUs, limits.base, bucket.bucket)
+  counters.rate = counter
+  rateKind.loaded[#rateKind.loaded + 1] = counter
+end
+
+-- The lower of room (nil: none yet) and the tokens the bucket's rate could grant now.
+function rateKind.room(counters, room)
+  local counter = counters.rate
+  if not counter then return room end
+  local left = rateRoom(counter)
+  if room == nil or left < room then return left end
+  return room
+end
+
+-- The later of at and when the rate can grant `cost` more, spent together (us).
+function rateKind.roomAtUs(counters, cost, at)
+  local counter = counters.rate
+  if not counter then return at end
+  local roomAt = rateRoomAtUs(counter, cost)
+  if roomAt > at then return roomAt end
+  return at
+end
+
+-- Counts `count` tokens granted now in the bucket's rate.
+function rateKind.add(counters, count)
+  if counters.rate then addRateTokens(counters.rate, count) end
+end
+
+-- Writes every rate loaded in this run.
+function rateKind.save()
+  for _, counter in ipairs(rateKind.loaded) do saveRate(counter) end
 end
 end -- of the block that keeps the helpers local

@@ -1,4 +1,5 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { LimitFields, limitsOf, unknownKind } from './LimitSpec';
 
 /** Where a job's cost comes from: what it counts against every limit of its throttle. */
 export type CostSource =
@@ -81,13 +82,15 @@ export function sameCost(a: CostSpec | undefined, b: CostSpec | undefined): bool
  * rateCounter.lua) grants at most its burst less what it refills in that lease at once; one job's tokens
  * granted together are checked alone, and may take the whole burst. Infinity when the throttle declares none.
  */
-export function costCapacity(throttle: {
-  readonly limits: readonly { max: number }[];
-  readonly tokenRate?: { n: number; perMs: number; burst: number };
-  readonly rateLeasedMs?: number;
-  readonly maxInFlight?: number;
-}): number {
-  return Math.min(Infinity, ...throttle.limits.map((l) => l.max), rateCapacity(throttle), throttle.maxInFlight ?? Infinity);
+export function costCapacity(throttle: LimitFields & { readonly rateLeasedMs?: number }): number {
+  return Math.min(Infinity, ...limitsOf(throttle).map((limit) => {
+    switch (limit.kind) {
+      case 'window': return limit.max;
+      case 'rate': return rateCapacity(throttle);
+      case 'concurrency': return limit.n;
+      default: return unknownKind(limit);
+    }
+  }));
 }
 
 /** The most one job may take of the throttle's rate at once (Infinity with no rate). */

@@ -2,6 +2,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { CostSource, CostSpec } from './Cost';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
+import { hasLimits } from './LimitSpec';
 import { Missing } from './Missing';
 import { Rate } from './Rate';
 import { checkConcurrency, checkLimitPair, checkLimitValue, checkRateAgainstLimit, checkRate } from './validateLimits';
@@ -224,7 +225,7 @@ export class Throttle {
 
   /** Throws InvalidThrottleError unless the declaration can be used: called wherever a declaration is put to use. */
   assertUsable(): this {
-    if (this.limits.length === 0 && !this.tokenRate && this.maxInFlight === undefined) {
+    if (!hasLimits(this)) {
       throw new InvalidThrottleError(`Throttle '${this.name}' has no limit: add one, such as .limit(100, '1s'), .rate(100, '1s', { burst: 10 }) or .concurrency(5).`);
     }
     return this;

@@ -3,8 +3,9 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { CostSpec, describeCost, sameCost } from './Cost';
 import { describeKey, KeyPart, sameKey } from './Key';
 import { Limit } from './Limit';
+import { LimitFields, limitsOf, lookBackMs, unknownKind } from './LimitSpec';
 import { Missing, strictestMissing } from './Missing';
-import { Rate, rateFillMs, stricterRate } from './Rate';
+import { Rate, stricterRate } from './Rate';
 import { ThrottleSpec } from './ThrottleSpec';
 
 /** What applies to a throttle name once every live declaration of it is combined. */
@@ -61,7 +62,8 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
   let rate: Rate | undefined;
   let maxInFlight: number | undefined;
   for (const declaration of declarations) {
-    if (declaration.limits.length === 0 && !declaration.tokenRate && declaration.maxInFlight === undefined) {
+    const declared = limitsOf(declaration);
+    if (declared.length === 0) {
       throw new InvalidThrottleError(`Throttle '${declaration.name}' has no limit: add one, such as .limit(100, '1s'), .rate(100, '1s') or .concurrency(5).`);
     }
     if (declaration.name !== first.name) {
@@ -80,11 +82,23 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
       );
     }
     missing = strictestMissing(missing, declaration.missing);
-    rate = stricterRate(rate, declaration.tokenRate);
-    if (declaration.maxInFlight !== undefined) maxInFlight = Math.min(maxInFlight ?? Infinity, declaration.maxInFlight);
-    for (const limit of declaration.limits) {
-      const known = byWindow.get(limit.windowMs);
-      byWindow.set(limit.windowMs, known === undefined ? limit.max : Math.min(known, limit.max));
+    // Each kind merges to its strictest: for one window the smallest N, the stricter rate, the lowest concurrency.
+    for (const limit of declared) {
+      switch (limit.kind) {
+        case 'window': {
+          const known = byWindow.get(limit.windowMs);
+          byWindow.set(limit.windowMs, known === undefined ? limit.max : Math.min(known, limit.max));
+          break;
+        }
+        case 'rate':
+          rate = stricterRate(rate, limit.rate);
+          break;
+        case 'concurrency':
+          maxInFlight = Math.min(maxInFlight ?? Infinity, limit.n);
+          break;
+        default:
+          unknownKind(limit);
+      }
     }
   }
   const limits = [...byWindow.entries()]
@@ -108,6 +122,6 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
  * The longest time a throttle's counts look back: its longest window, or the time its rate takes to fill a
  * burst (a bucket idle that long admits its whole burst whatever it held before).
  */
-export function longestSpanMs(throttle: { readonly limits: readonly Limit[]; readonly tokenRate?: Rate }): number {
-  return Math.max(0, ...throttle.limits.map((limit) => limit.windowMs), throttle.tokenRate ? rateFillMs(throttle.tokenRate) : 0);
+export function longestSpanMs(throttle: LimitFields): number {
+  return Math.max(0, ...limitsOf(throttle).map(lookBackMs));
 }

@@ -1,3 +1,4 @@
+import { limitsOf, unknownKind } from '../declarations/LimitSpec';
 import { Rate, stricterRate } from '../declarations/Rate';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
@@ -55,24 +56,34 @@ export function planGrantBatch(keys: ThrottleKeys, deliveries: readonly Delivery
     for (const { throttle, bucket, cost } of buckets) {
       throttles.add(throttle);
       const bucketId = `${encodeSegment(throttle.name)}=${bucket}`;
-      for (const limit of throttle.limits) {
-        windows.push({ bucketId, max: limit.max, windowMs: limit.windowMs, cost });
-        const key = keys.windowCounter(throttle.name, bucket, limit.windowMs);
-        const index = counterAt({ key, window: { max: limit.max, windowMs: limit.windowMs } });
-        // Two specs of one throttle in one batch: the stricter N holds for both.
-        const { window } = counters[index - 1] as Extract<GrantCounter, { window: unknown }>;
-        counters[index - 1] = { key, window: { max: Math.min(window.max, limit.max), windowMs: window.windowMs } };
-        drawn.push({ counter: index, cost });
-      }
-      let rate = throttle.tokenRate;
-      if (rate) {
-        const key = keys.rateCounter(throttle.name, bucket);
-        const index = counterAt({ key, rate });
-        // Two specs of one throttle in one batch: the stricter rate holds for both.
-        rate = stricterRate(ratesAt.get(index), rate)!;
-        ratesAt.set(index, rate);
-        counters[index - 1] = { key, rate };
-        drawn.push({ counter: index, cost });
+      for (const limit of limitsOf(throttle)) {
+        switch (limit.kind) {
+          case 'window': {
+            windows.push({ bucketId, max: limit.max, windowMs: limit.windowMs, cost });
+            const key = keys.windowCounter(throttle.name, bucket, limit.windowMs);
+            const index = counterAt({ key, window: { max: limit.max, windowMs: limit.windowMs } });
+            // Two specs of one throttle in one batch: the stricter N holds for both.
+            const { window } = counters[index - 1] as Extract<GrantCounter, { window: unknown }>;
+            counters[index - 1] = { key, window: { max: Math.min(window.max, limit.max), windowMs: window.windowMs } };
+            drawn.push({ counter: index, cost });
+            break;
+          }
+          case 'rate': {
+            const key = keys.rateCounter(throttle.name, bucket);
+            const index = counterAt({ key, rate: limit.rate });
+            // Two specs of one throttle in one batch: the stricter rate holds for both.
+            const rate = stricterRate(ratesAt.get(index), limit.rate)!;
+            ratesAt.set(index, rate);
+            counters[index - 1] = { key, rate };
+            drawn.push({ counter: index, cost });
+            break;
+          }
+          case 'concurrency':
+            // Never counted by a grant: assertGrantable refuses a throttle with one (a grant has no end to count it to).
+            break;
+          default:
+            unknownKind(limit);
+        }
       }
       record.push({ name: throttle.name, bucket, windows: throttle.limits.map((limit) => limit.windowMs), ...(cost > 1 ? { count: cost } : {}) });
     }

@@ -1,5 +1,6 @@
 import { InvalidGrantError } from '../errors/InvalidGrantError';
 import { KeyValue } from '../declarations/Key';
+import { hasLimits, limitsOf, unknownKind } from '../declarations/LimitSpec';
 import { Missing } from '../declarations/Missing';
 import { encodeBucket, MISSING_KEY_BUCKET, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { BucketRequest, Delivery, ThrottleSpec } from './types';
@@ -25,8 +26,15 @@ function costOf(request: BucketRequest): number {
 
 /** A cost every limit of the throttle could ever grant (more than its N, or than its rate's burst, never fits). */
 function assertCanFit(throttle: ThrottleSpec, cost: number): void {
-  const smallest = [...throttle.limits.map((l) => ({ n: l.max, what: `limit ${l.max} per ${l.windowMs} ms` })), ...(throttle.tokenRate ? [{ n: throttle.tokenRate.burst, what: `burst ${throttle.tokenRate.burst} of its rate` }] : [])]
-    .sort((a, b) => a.n - b.n)[0];
+  const smallest = limitsOf(throttle).flatMap((limit) => {
+    switch (limit.kind) {
+      case 'window': return [{ n: limit.max, what: `limit ${limit.max} per ${limit.windowMs} ms` }];
+      case 'rate': return [{ n: limit.rate.burst, what: `burst ${limit.rate.burst} of its rate` }];
+      // A grant does not count a concurrency (assertGrantable refuses one).
+      case 'concurrency': return [];
+      default: return unknownKind(limit);
+    }
+  }).sort((a, b) => a.n - b.n)[0];
   if (smallest && cost > smallest.n) {
     throw new InvalidGrantError(`grant: cost ${cost} for throttle '${throttle.name}' exceeds its ${smallest.what}: it could never be granted. Split the work, or raise the limit.`);
   }
@@ -34,7 +42,7 @@ function assertCanFit(throttle: ThrottleSpec, cost: number): void {
 
 function bucketOf(request: BucketRequest): string | undefined {
   const { throttle, key } = request;
-  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || (throttle.limits.length === 0 && !throttle.tokenRate && throttle.maxInFlight === undefined)) {
+  if (!throttle || typeof throttle.name !== 'string' || !Array.isArray(throttle.limits) || !hasLimits(throttle)) {
     throw new InvalidGrantError(
       `grant: ${JSON.stringify(throttle?.name ?? throttle)} is not a usable throttle; pass a Throttle with at least one limit, such as Throttle.named('stripe').limit(100, '1s').`,
     );

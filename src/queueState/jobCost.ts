@@ -1,4 +1,5 @@
 import { CostSpec, costCapacity, rateCapacity } from '../declarations/Cost';
+import { limitsOf, unknownKind } from '../declarations/LimitSpec';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { formatWindow } from '../declarations/windowText';
 
@@ -49,12 +50,24 @@ export function jobCost(throttle: EffectiveThrottle, data: unknown, attributes: 
 }
 
 function describeCapacity(throttle: EffectiveThrottle, capacity: number): string {
-  const window = throttle.limits.find((l) => l.max === capacity);
-  if (window) return `limit ${window.max} per ${formatWindow(window.windowMs)}`;
-  if (throttle.tokenRate && rateCapacity(throttle) === capacity) {
-    return throttle.tokenRate.burst === capacity
-      ? `burst ${capacity} of its rate`
-      : `burst ${throttle.tokenRate.burst} of its rate, less the ${throttle.tokenRate.burst - capacity} it refills within the ${throttle.rateLeasedMs} ms a leased token may be spent after its grant (leaseMs of the leased workers)`;
+  // The first limit that lets exactly `capacity` go at once, windows before the rate before the concurrency.
+  for (const limit of limitsOf(throttle)) {
+    switch (limit.kind) {
+      case 'window':
+        if (limit.max === capacity) return `limit ${limit.max} per ${formatWindow(limit.windowMs)}`;
+        break;
+      case 'rate':
+        if (rateCapacity(throttle) === capacity) {
+          return limit.rate.burst === capacity
+            ? `burst ${capacity} of its rate`
+            : `burst ${limit.rate.burst} of its rate, less the ${limit.rate.burst - capacity} it refills within the ${throttle.rateLeasedMs} ms a leased token may be spent after its grant (leaseMs of the leased workers)`;
+        }
+        break;
+      case 'concurrency':
+        break;
+      default:
+        unknownKind(limit);
+    }
   }
   return `concurrency ${capacity}`;
 }

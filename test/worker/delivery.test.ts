@@ -116,7 +116,7 @@ describe('ThrottledWorker delivery', () => {
       registryVersion: 0, force: true, workerId: 'other', workerTtlMs: 45_000, throttles: [{ stats: q.throttleStats('theirs').stats, longestMs: 60_000 }],
     });
     await runPublishLimits(new ScriptRunner(redis), {
-      ttlMs: 45_000, registryVersion: 0, force: true, throttles: [{ limitsKey: keys.effectiveLimits('theirs'), windows: [{ windowMs: 60_000, max: 1000 }] }],
+      ttlMs: 45_000, registryVersion: 0, force: true, throttles: [{ limitsKey: keys.effectiveLimits('theirs'), limits: [{ kind: 'window', windowMs: 60_000, max: 1000 }], rateLeaseMs: 0 }],
     });
     await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'job', data: { i } })));
     void worker.run();
@@ -147,7 +147,7 @@ describe('ThrottledWorker delivery', () => {
     // Limits from an older view stay as they are too (they are shared with other queues).
     const limits = keys.effectiveLimits('mine');
     const published = await runPublishLimits(new ScriptRunner(redis), {
-      ttlMs: 45_000, registryVersion: Number(regv) - 1, force: false, throttles: [{ limitsKey: limits, windows: [{ windowMs: 1000, max: 50 }] }],
+      ttlMs: 45_000, registryVersion: Number(regv) - 1, force: false, throttles: [{ limitsKey: limits, limits: [{ kind: 'window', windowMs: 1000, max: 50 }], rateLeaseMs: 0 }],
     });
     expect(published).toBe(0);
     expect(await redis.hget(limits, '1000')).toBe('5');

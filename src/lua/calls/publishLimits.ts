@@ -1,3 +1,4 @@
+import { LimitSpec, unknownKind } from '../../declarations/LimitSpec';
 import { ScriptRunner } from '../scripts';
 import { flagArg, ScriptArg, sendCall, variableCall, variableKeysScript } from './scriptCall';
 
@@ -11,12 +12,23 @@ export const publishLimitsScript = variableKeysScript('publishLimits');
 export interface PublishedLimits {
   /** KEYS[i]: the throttle's limits key. */
   readonly limitsKey: string;
-  /** Window limits: field window ms -> N. */
-  readonly windows: readonly { readonly windowMs: number; readonly max: number }[];
-  /** A rate: r -> "n perMs burst", and rh -> H, its longest lease (ms). */
-  readonly rate?: { readonly n: number; readonly perMs: number; readonly burst: number; readonly leaseMs: number };
-  /** A concurrency: c -> n. */
-  readonly concurrency?: number;
+  /** Each limit (LimitSpec's limitsOf: windows shortest first, then the rate, then the concurrency). */
+  readonly limits: readonly LimitSpec[];
+  /** H, the rate's longest lease (ms; rateLeaseMs), written beside a rate. */
+  readonly rateLeaseMs: number;
+}
+
+/**
+ * The fields of the limits hash one limit writes: a window, window ms -> N; a rate, r -> "n perMs burst" and
+ * rh -> H; a concurrency, c -> n.
+ */
+function limitFields(limit: LimitSpec, rateLeaseMs: number): ScriptArg[] {
+  switch (limit.kind) {
+    case 'window': return [limit.windowMs, limit.max];
+    case 'rate': return ['r', `${limit.rate.n} ${limit.rate.perMs} ${limit.rate.burst}`, 'rh', rateLeaseMs];
+    case 'concurrency': return ['c', limit.n];
+    default: return unknownKind(limit);
+  }
 }
 
 export interface PublishLimitsInput {
@@ -32,11 +44,10 @@ export interface PublishLimitsInput {
 /** Resolves to the number of throttles whose limits were written. */
 export function runPublishLimits(runner: ScriptRunner, input: PublishLimitsInput): Promise<number> {
   const args: ScriptArg[] = [input.ttlMs, input.registryVersion, flagArg(input.force)];
-  for (const { windows, rate, concurrency } of input.throttles) {
-    args.push(windows.length + (rate ? 2 : 0) + (concurrency !== undefined ? 1 : 0));
-    for (const limit of windows) args.push(limit.windowMs, limit.max);
-    if (rate) args.push('r', `${rate.n} ${rate.perMs} ${rate.burst}`, 'rh', rate.leaseMs);
-    if (concurrency !== undefined) args.push('c', concurrency);
+  for (const { limits, rateLeaseMs } of input.throttles) {
+    const fields = limits.flatMap((limit) => limitFields(limit, rateLeaseMs));
+    // The number of field pairs, then the pairs.
+    args.push(fields.length / 2, ...fields);
   }
   return sendCall(runner, variableCall(publishLimitsScript, input.throttles.map((t) => t.limitsKey), args)).then(Number);
 }

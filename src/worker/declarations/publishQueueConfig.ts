@@ -1,3 +1,4 @@
+import { limitsOf } from '../../declarations/LimitSpec';
 import { EffectiveThrottle, longestSpanMs } from '../../declarations/mergeDeclarations';
 import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
 import { ScriptRunner } from '../../lua/scripts';
@@ -58,15 +59,9 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
   if (throttles.length > 0) {
     await runPublishLimits(targets.throttles, {
       ttlMs: stateTtlMs, registryVersion: version, force,
-      throttles: throttles.map((throttle) => {
-        const rate = throttle.tokenRate;
-        return {
-          limitsKey: targets.keys.effectiveLimits(throttle.name),
-          windows: throttle.limits,
-          ...(rate ? { rate: { n: rate.n, perMs: rate.perMs, burst: rate.burst, leaseMs: throttle.rateLeaseMs } } : {}),
-          ...(throttle.maxInFlight !== undefined ? { concurrency: throttle.maxInFlight } : {}),
-        };
-      }),
+      throttles: throttles.map((throttle) => ({
+        limitsKey: targets.keys.effectiveLimits(throttle.name), limits: limitsOf(throttle), rateLeaseMs: throttle.rateLeaseMs,
+      })),
     });
   }
   return reply === PublishQueueConfigReply.Changed ? 'changed' : 'unchanged';
