@@ -46,13 +46,13 @@ describe('wake claims: one caller per room return', () => {
     for (const name of names) bed.worker(name, async (job) => { starts.push(job.processedOn!); }, { concurrency: 5, throttles });
     await waitFor(() => starts.length >= 9, 10_000, 'three rounds of the bucket');
     expect(told.length).toBeGreaterThanOrEqual(4);
-    // The key names the latest moment handed out (a later call may have moved it on before it was read; once its
-    // moment has passed it is gone, which a stalled test process can see).
+    // The key names a moment handed out (read after the call: a later one may have moved it on, and once its
+    // moment has passed it is gone).
     expect(claimed.some((at) => at > 0)).toBe(true);
-    told.forEach((at, i) => { if (claimed[i] > 0) expect(claimed[i]).toBeGreaterThanOrEqual(at); });
-    // A 200 ms window's slot: 200,000 us / 220, whole us.
+    // A 200 ms window's slot: 200,000 us / 220, whole us. The first moments told: after 50 ms of them (55 slots) a
+    // round starts again at the room's return, which a loaded machine's re-asks can reach (a CI rehearsal did).
     const slotUs = Math.floor(200_000 / 220);
-    const sorted = [...told].sort((x, y) => x - y);
+    const sorted = told.slice(0, 8).sort((x, y) => x - y);
     for (let i = 1; i < sorted.length; i++) expect(sorted[i] - sorted[i - 1]).toBeGreaterThanOrEqual(slotUs);
     const byTime = [...starts].sort((x, y) => x - y);
     for (let i = 3; i < byTime.length; i++) expect(byTime[i] - byTime[i - 3]).toBeGreaterThanOrEqual(200);
