@@ -1,16 +1,16 @@
 --[[
   Wake claims: when a full bucket's room returns, one waiting caller looks, not every one.
 
-  Invariant: of the callers a delivery script tells to wait for the same bucket's window room, no two are told
-  the same moment unless the spread below has been used up; each is told the room's return or a later moment,
-  never an earlier one, and never more than MAX_SPREAD_US later.
+  Invariant: each caller a delivery script tells to wait for a bucket's window room is told a moment at least one
+  window slot after the last one told for that bucket, until the spread below is used up; it is told the room's
+  return or a later moment, never an earlier one, and never more than MAX_SPREAD_US later.
 
   Why: every worker waiting on a bucket shared across queues and processes was told the moment its room
   returns, and each asked at that moment, although the room returning in one window slot fills one caller's
   slots: ten queues of two workers each sharing limit(2000, '1s') made 1.5 delivery calls per delivered job,
   two in three of them delivering nothing. A bucket's `:wk` (STRING, us) is the latest moment handed out; a
-  caller told to wait for room at atUs is told atUs when that is later, else the claim plus one window slot
-  (when the next room returns), so successive callers come one room return apart and each finds the room
+  caller told to wait for room at atUs is told atUs when that is a slot or more after the claim, else the claim
+  plus one window slot (when the next room returns; a release time falls anywhere in its slot), so successive callers come one room return apart and each finds the room
   that returned since the one before. A window's room, once returned, stays until taken, so a caller that comes
   late, or not at all, delays that room by a slot and loses none of it; a caller served, or woken by anything
   else (a job ending, a put-back, a new job), asks again at once as before. Past MAX_SPREAD_US (or
@@ -20,7 +20,7 @@
   staggered: a caller that came late would lose the rate's room (a rate of 40/s with a burst of 8, shared by
   three processes, sustained 0.80 of n/per staggered, 0.999 not). A concurrency's room returns when jobs end,
   which wakes its waiters (includes/wakeBucket): no claim either.
-  The claim expires once its moment has passed (PX), so an idle bucket keeps no key.
+  The claim expires a slot after its moment (PX), so an idle bucket keeps no key.
 
   Needs includes/schedulerKeys (throttleBase) and includes/intArg.
 ]]
@@ -45,7 +45,8 @@ function wakeClaims.claim(throttlePrefix, bucket, counters, atUs, nowUs)
   local claimed = tonumber(rcall('GET', key)) or 0
   local at = atUs
   local next = claimed + step
-  if claimed >= atUs and next <= atUs + wakeClaims.MAX_STAGGER * step and next <= atUs + wakeClaims.MAX_SPREAD_US then at = next end
-  rcall('SET', key, intArg(at), 'PX', math.ceil((at - nowUs) / 1000) + 1)
+  if next > atUs and next <= atUs + wakeClaims.MAX_STAGGER * step and next <= atUs + wakeClaims.MAX_SPREAD_US then at = next end
+  -- Kept a slot past its moment: a caller after that is told the room's return, which comes after now.
+  rcall('SET', key, intArg(at), 'PX', math.ceil((at - nowUs + step) / 1000) + 1)
   return at
 end

@@ -89,6 +89,8 @@ describe('processor starts, with a start deadline', () => {
     const queue = bed.queue('busy');
     await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));
     const starts: Start[] = [];
+    // And the process stalls 60 ms after the first delivery: at least its jobs come past h whatever the loop's order.
+    restoreRunner = stallAfterDelivering(() => true, 60);
     const worker: ThrottledWorker = bed.worker('busy', startRecorder(starts, () => 15), {
       concurrency: 50, leaseMs: 20, throttles: [Throttle.named('api').limit(50, '500ms')],
     });
@@ -215,7 +217,11 @@ describe('processor starts, with a start deadline', () => {
       Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000, '1h'),
       Throttle.named('partner').rate(10_000, '1s'),
     ];
-    const worker: ThrottledWorker = bed.worker('stats', startRecorder(starts, () => 15), { concurrency: 50, leaseMs: 20, throttles });
+    // The process stalls 300 ms after the first delivery, past the deadline of every job it brought (a bucket far
+    // from full counts with 250 ms): they go back. (Processors holding the loop 15 ms each did so too, until bullmq's
+    // main loop started what it fetched before fetching again; then a run put back none.)
+    restoreRunner = stallAfterDelivering(() => true, 300);
+    const worker: ThrottledWorker = bed.worker('stats', startRecorder(starts), { concurrency: 50, leaseMs: 20, throttles });
     const admin = new ThrottleAdmin({ connection: testRedisUrl(), prefix: bed.prefix });
     try {
       await waitFor(async () => (await queue.getCompletedCount()) === 60, 60_000, 'every job completed');
