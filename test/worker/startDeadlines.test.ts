@@ -57,26 +57,4 @@ describe('start deadlines', () => {
     startAll(5, 1_000);
     expect(deadlines.currentMs()).toBeLessThanOrEqual(33);
   });
-
-  // Redis's clock 5 s behind this process's: a script that ran at local t read t - 5,000 (ms).
-  const redisAt = (local: number, offset = 5_000) => (local - offset) * 1_000;
-
-  it("counts a delivery's age from when its script ran, as far as the clocks tell, not from when its call was sent", () => {
-    const deadlines = new StartDeadlines(33);
-    // A quick call tells the clocks' offset within a ms.
-    deadlines.delivered([], 100, 33, redisAt(100.5), [], 101);
-    // A call that waited 39 ms for Redis before its script ran, at 239.
-    deadlines.delivered(['a'], 200, 33, redisAt(239), ['x=y$1@1000'], 240);
-    // Started 11 ms after it was counted (50 after the call was sent): on time, its age taken as under 12 ms.
-    expect(deadlines.lateStart('a', 250)).toBeUndefined();
-  });
-
-  it("never counts from later than the script ran: a Redis clock that steps forward restarts what the clocks told", () => {
-    const deadlines = new StartDeadlines(33);
-    deadlines.delivered([], 100, 33, redisAt(100.5), [], 101);
-    // Redis's clock steps 1 s forward: the script that ran at 300.5 reads 300.5 - 4,000.
-    deadlines.delivered(['b'], 300, 33, redisAt(300.5, 4_000), ['x=y$1@1000'], 301);
-    // 40 ms after its delivery: late (taken from the old offset, it would seem counted a second after it was).
-    expect(deadlines.lateStart('b', 340)).toMatchObject({ jobId: 'b' });
-  });
 });

@@ -1,7 +1,6 @@
 import { deadlineOf, LateDelivery } from '../../delivery/lateStartTickets';
 import type { Limit } from '../../declarations/Limit';
 import { BatchLimit } from './batchLimit';
-import { RedisClockBound } from './redisClockBound';
 import { START_DEADLINE_CEILING_MS, START_DEADLINE_FLOOR_MS } from '../../options/defaults';
 
 /** h is at most this share of the shortest window the worker's throttles count: it costs a sustained N / (W + h). */
@@ -95,7 +94,7 @@ export interface StartDeadlineStats {
  * hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start;
  * batch: how many jobs the call that delivered it brought (they start one after another).
  */
-interface Delivered { sentAt: number; countedAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number; batch: number }
+interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number; batch: number }
 
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
@@ -104,9 +103,9 @@ interface Delivered { sentAt: number; countedAt: number; hMs: number; deadlineMs
  * (ThrottledWorker puts it back held, what it was counted in given back: src/worker/lateStarts/lateStartReturn.ts). Then
  * the starts in any window W come from deliveries within W + h of one another, which the counters keep to N.
  *
- * A delivery's age is measured on this process's monotonic clock from the earliest moment the script that counted it
- * can have run: no earlier than its call was sent, nor than the Redis time it counted at plus a lower bound on the
- * two clocks' offset (RedisClockBound), so the age is never less than the time since the delivery. h is chosen from the ages of the latest starts (their p99, with
+ * A delivery's age is measured on this process's monotonic clock from the moment the call that delivered it was
+ * sent: the script ran after that, so the age is never less than the time since the delivery, whatever the
+ * clocks of Redis and this machine say. h is chosen from the ages of the latest starts (their p99, with
  * headroom, between the floor and the ceiling), so that a busy event loop lengthens it instead of putting jobs
  * back, and it costs a sustained ceiling of N / (W + h), not N / W.
  */
@@ -120,7 +119,6 @@ export class StartDeadlines {
   private readonly batches = new BatchLimit();
   private swept = 0;
   private putBackCount = 0;
-  private readonly clock = new RedisClockBound();
 
   /**
    * `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here, at
@@ -151,9 +149,6 @@ export class StartDeadlines {
   delivered(jobIds: readonly string[], sentAt: number, hMs: number, grantUs: number, tickets: readonly string[] = [], repliedAt: number = performance.now()): void {
     if (hMs <= 0) return;
     this.sweep(sentAt);
-    this.clock.sample(sentAt, repliedAt, grantUs / 1000);
-    // Its age counts from when the script counted it, as far as the clocks tell (RedisClockBound), not from the send.
-    const countedAt = this.clock.ranAt(sentAt, grantUs / 1000, repliedAt);
     // Only a window (counting for W + h) or a rate granted with a lease (its rh) needs the deadline: a job counted
     // by neither (a concurrency, a rate without a lease, no throttle) gains nothing from it, and putting it back
     // could waste a rate's token (a rate keeps what it granted unless it is its latest grant). A job counted with another lease than h (a rate's
@@ -161,7 +156,7 @@ export class StartDeadlines {
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
       const { deadlineMs, buckets } = deadlineOf(tickets[i]);
-      this.pending.set(id, { sentAt, countedAt, hMs, deadlineMs: deadlineMs ?? hMs, grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
+      this.pending.set(id, { sentAt, hMs, deadlineMs: deadlineMs ?? hMs, grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
     });
   }
 
@@ -179,7 +174,7 @@ export class StartDeadlines {
       if (bang < 0) return;
       const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
       const deadlineMs = Math.max(0, leftMs);
-      this.pending.set(id, { sentAt, countedAt: sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now(), batch: jobIds.length });
+      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now(), batch: jobIds.length });
     });
   }
 
@@ -188,7 +183,7 @@ export class StartDeadlines {
     const delivery = jobId === undefined ? undefined : this.pending.get(jobId);
     if (!delivery) return undefined;
     this.pending.delete(jobId!);
-    const age = now - delivery.countedAt;
+    const age = now - delivery.sentAt;
     const late = age > latestStartMs(delivery.deadlineMs);
     this.sample(age, late);
     if (late) {
