@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { Throttle } from '../../src';
-import { ScriptRunner } from '../../src/lua/scripts';
+import { watchDeliveryCalls } from '../support/deliveryCalls';
 import { newRedis } from '../support/redis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 
@@ -13,8 +13,7 @@ import { waitFor, WorkerTestBed } from '../support/bullmq';
 describe('bullmq main loop: fetched jobs start before the next fetch', () => {
   let redis: Redis;
   let bed: WorkerTestBed;
-  const run = ScriptRunner.prototype.run;
-  const pipeline = ScriptRunner.prototype.pipeline;
+  let restoreRunner: () => void = () => undefined;
   // Processors that never end until released: no completion fetches, every delivery is a main-loop fetch.
   let release: () => void = () => undefined;
   beforeEach(() => {
@@ -22,8 +21,7 @@ describe('bullmq main loop: fetched jobs start before the next fetch', () => {
     bed = new WorkerTestBed('mainloop');
   });
   afterEach(async () => {
-    ScriptRunner.prototype.run = run;
-    ScriptRunner.prototype.pipeline = pipeline;
+    restoreRunner();
     release();
     await bed.close(redis);
     await redis.quit();
@@ -37,21 +35,10 @@ describe('bullmq main loop: fetched jobs start before the next fetch', () => {
     const released = new Promise<void>((resolve) => { release = resolve; });
     // At each delivery call: how many jobs the calls before it delivered, and how many processors had started.
     const atCalls: { delivered: number; started: number }[] = [];
-    ScriptRunner.prototype.run = async function (this: ScriptRunner, name, keys, args) {
-      if (name !== 'takeNextJobs') return run.call(this, name, keys, args);
-      atCalls.push({ delivered, started });
-      const reply = await run.call(this, name, keys, args);
-      delivered += Number((reply as unknown[])[8]);
-      return reply;
-    };
-    // A call whose node's replicas are looked up goes in a pipeline with the lookup (src/redis/ReplicaConfirmation.ts).
-    ScriptRunner.prototype.pipeline = async function (this: ScriptRunner, scripts, commands) {
-      const at = scripts.findIndex((s) => s.name === 'takeNextJobs');
-      if (at >= 0) atCalls.push({ delivered, started });
-      const entries = await pipeline.call(this, scripts, commands);
-      if (at >= 0 && !entries[at].error) delivered += Number((entries[at].reply as unknown[])[8]);
-      return entries;
-    };
+    restoreRunner = watchDeliveryCalls({
+      sent: () => { atCalls.push({ delivered, started }); },
+      replied: (reply) => { delivered += Number(reply[8]); },
+    });
     const worker = bed.worker('refill', async () => { started++; await released; }, {
       concurrency: 10, throttles: [Throttle.named('roomy-refill').limit(1000, '1s')],
     });

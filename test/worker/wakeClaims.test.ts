@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { Throttle, ThrottleKeys } from '../../src';
-import { ScriptRunner } from '../../src/lua/scripts';
+import { watchDeliveryCalls } from '../support/deliveryCalls';
 import { newRedis } from '../support/redis';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 
@@ -11,13 +11,13 @@ import { waitFor, WorkerTestBed } from '../support/bullmq';
 describe('wake claims: one caller per room return', () => {
   let redis: Redis;
   let bed: WorkerTestBed;
-  const run = ScriptRunner.prototype.run;
+  let restoreRunner: () => void = () => undefined;
   beforeEach(() => {
     redis = newRedis();
     bed = new WorkerTestBed('wakeclaims');
   });
   afterEach(async () => {
-    ScriptRunner.prototype.run = run;
+    restoreRunner();
     await bed.close(redis);
     await redis.quit();
   });
@@ -30,17 +30,15 @@ describe('wake claims: one caller per room return', () => {
     // The latest moment handed out, as the key holds it after each such call.
     const claimKey = new ThrottleKeys(bed.prefix).wakeClaim('shared-claims', '-');
     const claimed: number[] = [];
-    ScriptRunner.prototype.run = async function (this: ScriptRunner, name, keys, args) {
-      const reply = await run.call(this, name, keys, args);
-      if (name === 'takeNextJobs') {
-        const [nowUs, nextWakeUs, , , , , , more, delivered] = (reply as unknown[]).map(Number);
+    restoreRunner = watchDeliveryCalls({
+      async replied(reply) {
+        const [nowUs, nextWakeUs, , , , , , more, delivered] = reply.map(Number);
         if (delivered === 0 && more === 0 && nextWakeUs > nowUs) {
           told.push(nextWakeUs);
           claimed.push(Number(await redis.get(claimKey)));
         }
-      }
-      return reply;
-    };
+      },
+    });
     const starts: number[] = [];
     const throttles = [Throttle.named('shared-claims').limit(3, '200ms')];
     for (const name of names) bed.worker(name, async (job) => { starts.push(job.processedOn!); }, { concurrency: 5, throttles });
