@@ -156,10 +156,10 @@ end
 -- (its worker died, bullmq's stalled check put it back): that delivery stops counting before this one is
 -- looked at (the job may be in active just now, to be looked at, which would make it look in flight).
 local function freshJobTaken(jobId)
-  local indexKey = exactRoomContext.queueBase .. ':in-flight'
   local ctx = exactRoomContext
+  local indexKey = ctx.queueBase .. ':in-flight'
   if ctx.inFlightIndexExists == nil then ctx.inFlightIndexExists = rcall('EXISTS', indexKey) == 1 end
-  if ctx.inFlightIndexExists then releaseJobInFlight(indexKey, exactRoomContext.queueBase, jobId, exactRoomContext.now, true) end
+  if ctx.inFlightIndexExists then releaseJobInFlight(indexKey, ctx.queueBase, jobId, ctx.now, true) end
 end
 
 local function saveRoom()
