@@ -1,18 +1,33 @@
 --[[
-  The window counters of throttle buckets within one script run: each limit's counter is loaded once
-  (and swept), shared by every class that draws from it, and saved once at the end.
+  The counters of throttle buckets within one script run: each limit's counter is loaded once (and swept),
+  shared by every class that draws from it, and saved once at the end.
   A throttle can be held (no room at all) for a while after the node holding its counters restarted or was
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
-  A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
-  paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
+  A paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
   Every kind keeps the throttle's bucket indexes (includes/bucketIndexes), written by saveBucketCounters.
-  A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
-  delivery (exactRoom), which names the job it counts, and held by leased workers (lua/leaseTokens-1.lua).
-  Each kind's include gives it one table with the same functions for one bucket (windowKind, rateKind,
-  inFlightKind: load, room, roomAtUs, add, save), and the functions below go over the kinds: a new kind is
-  its include and its entry in `kinds` (and its fields in the limits hash, read by throttleLimits).
-  Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
+
+  Each kind of limit is one include with one table of the same functions (windowKind: includes/windowKind,
+  rateKind: includes/rateCounter, inFlightKind: includes/inFlightCounter), and the functions below go over
+  `kinds`; a bucket's counters are one table where each kind keeps its own (the windows' in the array part,
+  counters.rate, counters.inFlight), and so are a throttle's limits. What a kind provides:
+    load(limits, bucket, nowUs, counters)   the bucket's counters of this kind into counters (once a run)
+    room(counters, room)              the lower of room (nil: none yet) and what the kind could grant now
+    roomAtUs(counters, cost, at, lookAgainUs)   the later of at and when the kind has room for cost
+                                      (lookAgainUs for a cost it can never fit)
+    add(counters, count, leaseMs)     counts count tokens granted now (a kind that counts jobs, not tokens,
+                                      does nothing: exact delivery names the job, includes/exactRoom)
+    save(waitingQueueBase)            writes every counter of the kind loaded in this run
+    giveBack(...)                     takes back what a delivery counted and will not spend. Its arguments
+                                      are the kind's, since what comes back differs: the windows', a bucket's
+                                      counters and the grant's time, lease and count; the rate's, its key and
+                                      the TATs its grant read and wrote (one grant, undone while it is the
+                                      latest); the concurrency's, a job, from every counter it is in
+  A new kind is its include (its counter, and its table with these functions), its entry in `kinds` and
+  `saveOrder` below, and its fields in the limits hash (written by lua/publishLimits-n.lua, read by
+  throttleLimits).
+  Needs, from the including script: rcall, includes/nowUs and includes/schedulerKeys (the kinds bring the rest).
 ]]
+--- @include "windowKind"
 --- @include "recoveryHold"
 --- @include "rateCounter"
 --- @include "throttlePauses"
