@@ -29,7 +29,7 @@
   The bucket is in its throttle's :active index while it counts anything, and in :full while it counts >= n
   (includes/bucketIndexes, which says how; the counter's fields 'a' and 'f' mark what it entered).
   inFlightKind: the functions every kind has (includes/bucketCounters' header lists them); a bucket's
-  concurrency is its counters.inFlight. What
+  concurrency is its counters.inFlight, a throttle's its limits.concurrency (the limits hash's c -> n). What
   comes back is a job, not tokens: its giveBack takes the job out of every counter it is in, by the queue's
   in-flight index, when it ends (or, before it is delivered again, when its end went untold).
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
@@ -252,6 +252,18 @@ leasedHolds = { set = setHold, add = addToHold, heldBy = heldBy, wakeWaiting = w
 -- throttle has one. Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
 -- loaded: every concurrency counter loaded in this run, saved by save.
 inFlightKind = { loaded = {}, giveBack = releaseJobInFlight }
+
+-- The concurrency's field of the limits hash, c -> n: true when the field is it.
+function inFlightKind.readField(field, value, limits)
+  if field ~= 'c' then return false end
+  limits.concurrency = tonumber(value)
+  return true
+end
+
+-- Whether the throttle has a concurrency (every field read: nothing is left to finish).
+function inFlightKind.readDone(limits)
+  return limits.concurrency ~= nil
+end
 
 -- Loads the bucket's concurrency into counters.inFlight (nothing when its throttle has none).
 function inFlightKind.load(limits, bucket, nowUs, counters)

@@ -41,7 +41,8 @@
   A rate with a statsBase (and bucket: the counter's statsBase, bucket) keeps its throttle's indexes
   (includes/bucketIndexes): active until its key expires, full until room for one more returns.
   rateKind: the functions every kind has (includes/bucketCounters' header lists them); a bucket's rate is its
-  counters.rate. Its giveBack is the exception above, and takes
+  counters.rate, a throttle's its limits.rate, read from the limits hash's r ("n perMs burst") and rh (H);
+  rl and rd are lua/publishLimits-n.lua's, for shortening H. Its giveBack is the exception above, and takes
   the rate's key and the two TATs (a ticket's, includes/exactRoom), not the bucket's counters: it is asked
   for one grant long after it was made, of a rate not loaded (lua/returnTokens-n.lua).
   The including script defines rcall and includes intArg.
@@ -116,6 +117,28 @@ end
 -- Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
 -- loaded: every rate loaded in this run, saved by save.
 rateKind = { loaded = {} }
+
+-- The rate's fields of the limits hash (true when the field is one): r and rh, kept as they are until
+-- readDone; rl and rd (publication's, the shorter lease waiting to apply) are not read here.
+function rateKind.readField(field, value, limits)
+  if field == 'r' then
+    limits.rateText = value
+  elseif field == 'rh' then
+    limits.rateLeaseMs = tonumber(value)
+  elseif field ~= 'rl' and field ~= 'rd' then
+    return false
+  end
+  return true
+end
+
+-- Every field read: the throttle's rate as limits.rate, and true, when it has one (r; a rate without rh is
+-- granted with no lease).
+function rateKind.readDone(limits)
+  if not limits.rateText then return false end
+  limits.rate = rateOf(limits.rateText, limits.rateLeaseMs or 0)
+  limits.rateKeyTail = ':r'
+  return true
+end
 
 -- Loads the bucket's rate into counters.rate (nothing when its throttle has none).
 function rateKind.load(limits, bucket, nowUs, counters)

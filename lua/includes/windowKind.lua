@@ -1,14 +1,33 @@
 --[[
   The window kind (limit(N, W)): a bucket's window counters (includes/windowCounter), one per window limit,
   in the limits' order, are its counters' array part, and a throttle's window limits the limits' array part.
+  A window limit is the limits hash's field W (ms, spelled as lua/publishLimits-n.lua wrote it) -> N; the
+  whole throttle's override writes its windows there too (includes/limitOverrides), and a key's override is
+  merged in per bucket by includes/bucketCounters, which reads the merged windows through readField as well.
   windowKind holds the functions every kind has (includes/bucketCounters' header lists them). Its own
-  include, apart from the counter's: the scripts that hold lone counters by key (grants, returns, the
-  queues' histories) do without it.
+  include, apart from the counter's: reading limits needs includes/schedulerKeys (the counter keys), which
+  the scripts that hold lone counters by key (grants, returns, the queues' histories) do without.
   Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
   loaded: every window counter loaded in this run, saved by save.
 ]]
+--- @include "schedulerKeys"
 --- @include "windowCounter"
 local windowKind = { loaded = {} }
+
+-- A window field (W -> N) into limits' array part: true when the field is one. The counter key of bucket b is
+-- keyHead .. b .. keyTail (schedulerKeys' counterKeyParts, once per limit, not per bucket).
+function windowKind.readField(field, value, limits)
+  local windowMs = tonumber(field)
+  if not windowMs then return false end
+  local keyHead, keyTail = counterKeyParts(limits.base, field)
+  limits[#limits + 1] = { windowMs = windowMs, max = tonumber(value), keyHead = keyHead, keyTail = keyTail }
+  return true
+end
+
+-- Whether the throttle has a window limit (every field read: nothing is left to finish).
+function windowKind.readDone(limits)
+  return #limits > 0
+end
 
 -- Loads the bucket's window counters into counters.
 function windowKind.load(limits, bucket, nowUs, counters)
