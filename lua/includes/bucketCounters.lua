@@ -48,6 +48,7 @@ local limitsCache = {}
 -- (saveBucketCounters says why): saveOrder.
 local kinds, saveOrder = { windowKind, rateKind, inFlightKind }, { inFlightKind, windowKind, rateKind }
 
+-- Below; only throttleLimits calls it (a local of the block, not of the main chunk).
 local lapsedOverrideRemoved
 
 -- The throttle's effective limits, each kind's as the kind reads them (the windows' as { { max, windowMs,
