@@ -18,5 +18,5 @@ local rcall = redis.call
 
 local now = nowUs()
 local released = 0
-for i = 2, #ARGV do released = released + releaseJobInFlight(KEYS[1], ARGV[1], ARGV[i], now) end
+for i = 2, #ARGV do released = released + inFlightKind.giveBack(KEYS[1], ARGV[1], ARGV[i], now) end
 return released

@@ -38,12 +38,7 @@ for _ = 1, tonumber(ARGV[2]) do
     local setKey = throttleBase(throttlePrefix, bucket.name) .. ':returned'
     rcall('ZREMRANGEBYSCORE', setKey, '-inf', nowMs)
     if markReturned(setKey, nonce, releasedMsOf(counters, grantUs, leaseMs), nowMs) then
-      local stopped = 0
-      for _, counter in ipairs(counters) do
-        local removed = removeTokens(counter, grantUs, leaseMs, now, count)
-        if removed > stopped then stopped = removed end
-      end
-      returned = returned + stopped
+      returned = returned + windowKind.giveBack(counters, grantUs, leaseMs, now, count)
     end
   end
 end

@@ -11,6 +11,9 @@
                   returned tokens counted, includes/rateCounter says why) and, when one is named, the TATs
                   (us) its grant read and wrote: the grant is undone while it is the rate's latest
     (test builds read one more trailing ARGV, a clock offset in ms)
+  The windows are lone counters, named by key (no limits are read): each takes its tokens back itself
+  (includes/windowCounter's removeTokens, which windowKind.giveBack applies to a bucket's windows); a rate's
+  grant is undone by rateKind.giveBack (includes/rateCounter).
 
   Output:
     { nowUs, s_1, ..., s_G }: s_g is 1 when group g's tokens stopped counting now, 0 when they had been
@@ -20,18 +23,9 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/windowCounter"
+--- @include "includes/rateCounter"
 --- @include "includes/returnedSet"
 --- @include "includes/intArg"
-
--- The rate grant that moved a bucket's TAT from beforeUs to afterUs is undone while it is the latest (the stored
--- TAT is the one it wrote; includes/rateCounter's header says why that is safe): true when undone. The key keeps
--- its expiry, which the undone grant set later. (Here rather than in rateCounter: every script that includes
--- that would pay a local, and the delivery scripts' main chunk is near Lua's 200.)
-local function undoRateGrant(key, beforeUs, afterUs)
-  if tonumber(rcall('GET', key)) ~= afterUs then return false end
-  rcall('SET', key, intArg(beforeUs), 'KEEPTTL')
-  return true
-end
 
 local now = nowUs()
 local counters = {}
@@ -72,7 +66,7 @@ for g = 1, groups do
     for _, counter in ipairs(group) do
       if removeTokens(counter, grantUs, leaseMs, now, count) > 0 then returned = 1 end
     end
-    if rateIndex > 0 and undoRateGrant(KEYS[rateIndex], rateBefore, rateAfter) then returned = 1 end
+    if rateIndex > 0 and rateKind.giveBack(KEYS[rateIndex], rateBefore, rateAfter) then returned = 1 end
   end
   reply[g + 1] = returned
   at = at + 7 + 2 * c + (rateIndex > 0 and 2 or 0)

@@ -1,18 +1,39 @@
 --[[
-  The window counters of throttle buckets within one script run: each limit's counter is loaded once
-  (and swept), shared by every class that draws from it, and saved once at the end.
+  The counters of throttle buckets within one script run: each limit's counter is loaded once (and swept),
+  shared by every class that draws from it, and saved once at the end.
   A throttle can be held (no room at all) for a while after the node holding its counters restarted or was
   promoted (includes/nodeIdentity, includes/recoveryHold): its counters may have lost deliveries.
-  A throttle's rate (includes/rateCounter) is its buckets' counters.rate, beside the window counters; a
-  paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
+  A paused bucket (includes/throttlePauses) is held like a throttle after a failover, until its pause ends.
   Every kind keeps the throttle's bucket indexes (includes/bucketIndexes), written by saveBucketCounters.
-  A throttle's concurrency (includes/inFlightCounter) is its buckets' counters.inFlight: spent by exact
-  delivery (exactRoom), which names the job it counts, and held by leased workers (lua/leaseTokens-1.lua).
-  Each kind's include gives it one table with the same functions for one bucket (windowKind, rateKind,
-  inFlightKind: load, room, roomAtUs, add, save), and the functions below go over the kinds: a new kind is
-  its include and its entry in `kinds` (and its fields in the limits hash, read by throttleLimits).
-  Needs includes/nowUs, includes/windowCounter, includes/schedulerKeys and includes/recoveryHold.
+
+  Each kind of limit is one include with one table of the same functions (windowKind: includes/windowKind,
+  rateKind: includes/rateCounter, inFlightKind: includes/inFlightCounter), and the functions below go over
+  `kinds`; a bucket's counters are one table where each kind keeps its own (the windows' in the array part,
+  counters.rate, counters.inFlight), and so are a throttle's limits. What a kind provides:
+    readField(field, value, limits)   true when the limits hash's field is the kind's: read into limits
+    readDone(limits)                  after every field: finishes what readField kept; true when the
+                                      throttle has a limit of this kind
+    load(limits, bucket, nowUs, counters)   the bucket's counters of this kind into counters (once a run)
+    room(counters, room)              the lower of room (nil: none yet) and what the kind could grant now
+    roomAtUs(counters, cost, at, lookAgainUs)   the later of at and when the kind has room for cost
+                                      (lookAgainUs for a cost it can never fit)
+    add(counters, count, leaseMs)     counts count tokens granted now (a kind that counts jobs, not tokens,
+                                      does nothing: exact delivery names the job, includes/exactRoom)
+    save(waitingQueueBase)            writes every counter of the kind loaded in this run
+    giveBack(...)                     takes back what a delivery counted and will not spend. Its arguments
+                                      are the kind's, since what comes back differs: the windows', a bucket's
+                                      counters and the grant's time, lease and count; the rate's, its key and
+                                      the TATs its grant read and wrote (one grant, undone while it is the
+                                      latest); the concurrency's, a job, from every counter it is in
+  A new kind is its include (its counter, and its table with these functions), its entry in `kinds` and
+  `saveOrder` below, and its fields in the limits hash (written by lua/publishLimits-n.lua from
+  src/lua/calls/publishLimits.ts' limitFields). Fields that are no kind's are the throttle's: p (paused), k
+  (keys have overrides), ou and d (the whole throttle's override, includes/limitOverrides) and v (the
+  registry version). The limits hash is read once per throttle a run (limitsCache), so going over the kinds
+  for each field costs nothing per job.
+  Needs, from the including script: rcall and includes/nowUs (the kinds bring the rest).
 ]]
+--- @include "windowKind"
 --- @include "recoveryHold"
 --- @include "rateCounter"
 --- @include "throttlePauses"
@@ -20,49 +41,46 @@
 --- @include "inFlightCounter"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters, lapsedOverrideRemoved
+local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
 do
 local limitsCache = {}
 -- Every kind of limit, in the order a bucket's counters are loaded and looked at. Saved concurrency first
 -- (saveBucketCounters says why): saveOrder.
 local kinds, saveOrder = { windowKind, rateKind, inFlightKind }, { inFlightKind, windowKind, rateKind }
 
--- The throttle's effective limits as { { max, windowMs, keySuffix } } (with the throttle's key base) and
--- its rate (limits.rate), or nil when no live worker declares it.
+-- Below; only throttleLimits calls it (a local of the block, not of the main chunk).
+local lapsedOverrideRemoved
+
+-- The throttle's effective limits, each kind's as the kind reads them (the windows' as { { max, windowMs,
+-- keyHead, keyTail } }, limits.rate, limits.concurrency), with the throttle's key base; nil when no live
+-- worker declares it (no limit of any kind).
 function throttleLimits(throttlePrefix, encodedName)
   local cached = limitsCache[encodedName]
   if cached == nil then
     local flat = rcall('HGETALL', limitsKey(throttlePrefix, encodedName))
     cached = { base = throttleBase(throttlePrefix, encodedName) }
-    local rateText, rateLease
     flat = lapsedOverrideRemoved(flat)
     for i = 1, #flat, 2 do
-      -- Fields are window ms -> N, r and rh (a rate, lua/publishLimits-n.lua), and v (the registry version).
-      local windowMs = tonumber(flat[i])
-      if flat[i] == 'r' then
-        rateText = flat[i + 1]
-      elseif flat[i] == 'rh' then
-        rateLease = tonumber(flat[i + 1])
-      elseif flat[i] == 'c' then
-        cached.concurrency = tonumber(flat[i + 1])
-      elseif flat[i] == 'p' then
+      local field = flat[i]
+      if field == 'p' then
         cached.paused = true
-      elseif flat[i] == 'k' then
+      elseif field == 'k' then
         cached.keyOverrides = true
-      elseif windowMs then
-        -- The counter key of bucket b is keyHead .. b .. keyTail (schedulerKeys counterKeyParts, once per limit).
-        local keyHead, keyTail = counterKeyParts(cached.base, flat[i])
-        cached[#cached + 1] = { windowMs = windowMs, max = tonumber(flat[i + 1]), keyHead = keyHead, keyTail = keyTail }
+      else
+        for k = 1, #kinds do
+          if kinds[k].readField(field, flat[i + 1], cached) then break end
+        end
       end
     end
-    if rateText then
-      cached.rate = rateOf(rateText, rateLease or 0)
-      cached.rateKeyTail = ':r'
+    local limited = false
+    for k = 1, #kinds do
+      if kinds[k].readDone(cached) then limited = true end
     end
-    if #cached > 0 or cached.rate or cached.concurrency then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
+    cached.limited = limited
+    if limited then cached.heldUntilUs = recoveryHeldUntilUs(throttlePrefix, encodedName, cached) end
     limitsCache[encodedName] = cached
   end
-  if #cached == 0 and not cached.rate and not cached.concurrency then return nil end
+  if not cached.limited then return nil end
   return cached
 end
 
@@ -90,19 +108,19 @@ function lapsedOverrideRemoved(flat)
 end
 
 -- The limits one bucket counts: its throttle's, or merged with the bucket's own override while it lasts.
+-- An override is of windows (includes/limitOverrides): every other kind's limits are the throttle's.
 local function limitsOfBucket(limits, bucket, nowUs)
   if not limits.keyOverrides then return limits end
   local override = activeOverride(rcall('HGET', limits.base .. ':overrides', bucket.bucket), math.floor(nowUs / 1000))
   if not override then return limits end
   local declared = {}
   for _, limit in ipairs(limits) do declared[limit.windowMs] = limit.max end
+  -- Every field but the windows (the array part), whichever kind or the throttle it belongs to.
   local own = {}
-  for windowMs, max in pairs(mergedWindows(declared, override)) do
-    local keyHead, keyTail = counterKeyParts(limits.base, tostring(windowMs))
-    own[#own + 1] = { windowMs = windowMs, max = max, keyHead = keyHead, keyTail = keyTail }
+  for name, value in pairs(limits) do
+    if type(name) ~= 'number' then own[name] = value end
   end
-  own.base, own.rate, own.rateKeyTail, own.heldUntilUs, own.paused = limits.base, limits.rate, limits.rateKeyTail, limits.heldUntilUs, limits.paused
-  own.concurrency = limits.concurrency
+  for windowMs, max in pairs(mergedWindows(declared, override)) do windowKind.readField(tostring(windowMs), max, own) end
   return own
 end
 

@@ -159,7 +159,7 @@ local function freshJobTaken(jobId)
   local ctx = exactRoomContext
   local indexKey = ctx.queueBase .. ':in-flight'
   if ctx.inFlightIndexExists == nil then ctx.inFlightIndexExists = rcall('EXISTS', indexKey) == 1 end
-  if ctx.inFlightIndexExists then releaseJobInFlight(indexKey, ctx.queueBase, jobId, ctx.now, true) end
+  if ctx.inFlightIndexExists then inFlightKind.giveBack(indexKey, ctx.queueBase, jobId, ctx.now, true) end
 end
 
 local function saveRoom()

@@ -28,14 +28,16 @@
   its entry replaced, not added to. The keys have no expiry: a job may run for hours; '#' at 0 deletes one.
   The bucket is in its throttle's :active index while it counts anything, and in :full while it counts >= n
   (includes/bucketIndexes, which says how; the counter's fields 'a' and 'f' mark what it entered).
-  inFlightKind: the functions every kind of limit has for one bucket (load, room, roomAtUs, add, save:
-  includes/bucketCounters iterates over the kinds); a bucket's concurrency is its counters.inFlight.
+  inFlightKind: the functions every kind has (includes/bucketCounters' header lists them); a bucket's
+  concurrency is its counters.inFlight, a throttle's its limits.concurrency (the limits hash's c -> n). What
+  comes back is a job, not tokens: its giveBack takes the job out of every counter it is in, by the queue's
+  in-flight index, when it ends (or, before it is delivered again, when its end went untold).
   Needs, defined by the including script: rcall, includes intArg. Every key is in the queue's slot (exact
   delivery: the queue's keys and its throttles' share one).
 ]]
 --- @include "bucketIndexes"
 -- leasedHolds: { set, add, heldBy, wakeWaiting } (one table: the delivery scripts' main chunk is near Lua's 200 locals).
-local inFlightRoom, addInFlight, releaseJobInFlight, leasedHolds, inFlightKind
+local inFlightRoom, addInFlight, leasedHolds, inFlightKind
 do
 local CHECK_MS = 1000
 -- A queue that stops waiting on a bucket drops out of its :q within this (a day); one that waits is named again.
@@ -203,7 +205,7 @@ end
 -- Takes one ended job out of every counter it is in, and wakes the queues waiting on those buckets. Does
 -- nothing for a job that is still in flight (delivered again since) or was never counted; `ended`: the
 -- caller knows its last delivery ended (it was just taken from wait), whatever its lists say now.
-function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
+local function releaseJobInFlight(indexKey, queueBase, jobId, nowUs, ended)
   local listed = rcall('HGET', indexKey, jobId)
   if not listed then return 0 end
   local entry = entryOf(queueBase, jobId)
@@ -249,7 +251,19 @@ leasedHolds = { set = setHold, add = addToHold, heldBy = heldBy, wakeWaiting = w
 -- The concurrency kind (includes/bucketCounters): a bucket's concurrency is its counters.inFlight, when its
 -- throttle has one. Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
 -- loaded: every concurrency counter loaded in this run, saved by save.
-inFlightKind = { loaded = {} }
+inFlightKind = { loaded = {}, giveBack = releaseJobInFlight }
+
+-- The concurrency's field of the limits hash, c -> n: true when the field is it.
+function inFlightKind.readField(field, value, limits)
+  if field ~= 'c' then return false end
+  limits.concurrency = tonumber(value)
+  return true
+end
+
+-- Whether the throttle has a concurrency (every field read: nothing is left to finish).
+function inFlightKind.readDone(limits)
+  return limits.concurrency ~= nil
+end
 
 -- Loads the bucket's concurrency into counters.inFlight (nothing when its throttle has none).
 function inFlightKind.load(limits, bucket, nowUs, counters)

@@ -40,8 +40,11 @@
   the proof above holds for the grants left. Exact delivery's tickets carry both TATs (includes/exactRoom).
   A rate with a statsBase (and bucket: the counter's statsBase, bucket) keeps its throttle's indexes
   (includes/bucketIndexes): active until its key expires, full until room for one more returns.
-  rateKind: the functions every kind of limit has for one bucket (load, room, roomAtUs, add, save:
-  includes/bucketCounters iterates over the kinds); a bucket's rate is its counters.rate.
+  rateKind: the functions every kind has (includes/bucketCounters' header lists them); a bucket's rate is its
+  counters.rate, a throttle's its limits.rate, read from the limits hash's r ("n perMs burst") and rh (H);
+  rl and rd are lua/publishLimits-n.lua's, for shortening H. Its giveBack is the exception above, and takes
+  the rate's key and the two TATs (a ticket's, includes/exactRoom), not the bucket's counters: it is asked
+  for one grant long after it was made, of a rate not loaded (lua/returnTokens-n.lua).
   The including script defines rcall and includes intArg.
 ]]
 --- @include "bucketIndexes"
@@ -115,6 +118,28 @@ end
 -- loaded: every rate loaded in this run, saved by save.
 rateKind = { loaded = {} }
 
+-- The rate's fields of the limits hash (true when the field is one): r and rh, kept as they are until
+-- readDone; rl and rd (publication's, the shorter lease waiting to apply) are not read here.
+function rateKind.readField(field, value, limits)
+  if field == 'r' then
+    limits.rateText = value
+  elseif field == 'rh' then
+    limits.rateLeaseMs = tonumber(value)
+  elseif field ~= 'rl' and field ~= 'rd' then
+    return false
+  end
+  return true
+end
+
+-- Every field read: the throttle's rate as limits.rate, and true, when it has one (r; a rate without rh is
+-- granted with no lease).
+function rateKind.readDone(limits)
+  if not limits.rateText then return false end
+  limits.rate = rateOf(limits.rateText, limits.rateLeaseMs or 0)
+  limits.rateKeyTail = ':r'
+  return true
+end
+
 -- Loads the bucket's rate into counters.rate (nothing when its throttle has none).
 function rateKind.load(limits, bucket, nowUs, counters)
   if not limits.rate then return end
@@ -149,5 +174,14 @@ end
 -- Writes every rate loaded in this run.
 function rateKind.save()
   for _, counter in ipairs(rateKind.loaded) do saveRate(counter) end
+end
+
+-- The grant that moved the bucket's TAT (its key) from beforeUs to afterUs is undone while it is the latest
+-- (the stored TAT is the one it wrote; the header says why that is safe): true when undone. The key keeps
+-- its expiry, which the undone grant set later.
+function rateKind.giveBack(key, beforeUs, afterUs)
+  if tonumber(rcall('GET', key)) ~= afterUs then return false end
+  rcall('SET', key, intArg(beforeUs), 'KEEPTTL')
+  return true
 end
 end -- of the block that keeps the helpers local

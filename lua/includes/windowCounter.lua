@@ -24,17 +24,18 @@
   than one slot (W / SLOTS_PER_WINDOW) at worst; tokens granted together (the usual case under a backlog)
   are released almost exactly on time. The hash holds at most (W + h) / slot + 4 fields whatever N is.
   A counter with a statsBase keeps its throttle's :active and :full indexes (includes/bucketIndexes).
-  windowKind: the functions every kind of limit has for one bucket (load, room, roomAtUs, add, save:
-  includes/bucketCounters iterates over the kinds); a bucket's window counters are its counters' array part.
+  The window kind (windowKind: a bucket's window counters as includes/bucketCounters goes over them) is
+  includes/windowKind; scripts that hold lone counters by key (grants, returns, the queues' histories) call
+  the functions below themselves.
   The including script defines `local rcall = redis.call`.
 ]]
 --- @include "intArg"
 --- @include "bucketIndexes"
 -- What other scripts call. The rest is local to the block below: a script's main chunk holds at most 200
 -- locals, and the delivery scripts, with bullmq's includes, come close to that.
-local slotOf, loadCounter, hasRoomFor, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeTokens, saveCounter, windowKind
+local slotOf, loadCounter, sweepCounter, hasRoomFor, addTokens, addTokensReleasedAt, slotsInOrder, roomAtUs, removeTokens, saveCounter
 do
-local sweepCounter, addToken
+local addToken
 local SLOTS_PER_WINDOW = 220
 -- A quarter window: a bucket's key outlives its last token by at most W / 4 (it holds nothing by then).
 local EXPIRY_SLACK = SLOTS_PER_WINDOW / 4
@@ -288,57 +289,5 @@ function saveCounter(counter)
     bucketIndexes.note(counter.statsBase, ':active', counter.bucket, math.ceil(counter.hi * counter.g.slot / 1000))
   end
 
-end
-
--- The window kind (includes/bucketCounters): a bucket's window counters, one per limit in the limits' order,
--- are its counters' array part. Fields, not locals: the delivery scripts' main chunk is near Lua's 200 locals.
--- loaded: every window counter loaded in this run, saved by save.
-windowKind = { loaded = {} }
-
--- Loads the bucket's window counters into counters.
-function windowKind.load(limits, bucket, nowUs, counters)
-  local loaded = windowKind.loaded
-  for _, limit in ipairs(limits) do
-    -- A bucket's counters are loaded once per script (bucketCache), so each key is loaded once.
-    local counter = loadCounter(limit.keyHead .. bucket.bucket .. limit.keyTail, limit.max, limit.windowMs, nowUs)
-    -- Lets saveCounter keep the throttle's :active and :full indexes (includes/throttleStats).
-    counter.statsBase, counter.bucket = limits.base, bucket.bucket
-    loaded[#loaded + 1] = counter
-    counters[#counters + 1] = counter
-  end
-end
-
--- The lower of room (nil: none yet) and the tokens the bucket's windows could still grant now (swept first).
-function windowKind.room(counters, room)
-  for _, counter in ipairs(counters) do
-    if not counter.swept then sweepCounter(counter, counter.nowUs) end
-    local left = counter.max - counter.n
-    if room == nil or left < room then room = left end
-  end
-  return room
-end
-
--- The later of at and when every window has room for `cost` more (us); lookAgainUs for a cost over a window's N.
-function windowKind.roomAtUs(counters, cost, at, lookAgainUs)
-  for i = 1, #counters do
-    local counter = counters[i]
-    -- Below its limit by its stored count, a counter has room (roomAtUs would say so too, at more cost).
-    if counter.n + cost > counter.max then
-      local roomAt
-      if cost > counter.max then roomAt = lookAgainUs else roomAt = roomAtUs(counter, cost) end
-      if roomAt > at then at = roomAt end
-    end
-  end
-  return at
-end
-
--- Counts `count` tokens granted now with lease leaseMs in every window of the bucket.
-function windowKind.add(counters, count, leaseMs)
-  for _, counter in ipairs(counters) do addTokens(counter, count, leaseMs) end
-end
-
--- Writes every window counter loaded in this run.
-function windowKind.save()
-  for _, counter in ipairs(windowKind.loaded) do saveCounter(counter) end
 end
 end -- of the block that keeps the helpers local

@@ -5,8 +5,9 @@ import { Rate, rateFillMs } from './Rate';
  * whatever its kind (merging, the limits hash, capacities, look-back spans): a `switch` on `kind` with
  * `unknownKind` in its default is checked exhaustive, so a new kind is a compile error wherever it is not
  * handled yet. Internal: declarations keep their public fields (`limits`, `tokenRate`, `maxInFlight`), and
- * `limitsOf` reads them. Each kind's Lua is one include with the same bucket-level functions
- * (lua/includes/bucketCounters.lua: windowKind, rateKind, inFlightKind).
+ * `limitsOf` reads them. Each kind's Lua is one include with the same functions (reading its fields of the
+ * limits hash, a bucket's room, adding, giving back, saving: lua/includes/bucketCounters.lua lists them;
+ * windowKind, rateKind, inFlightKind).
  */
 export type LimitSpec = WindowLimit | RateLimit | ConcurrencyLimit;
 

@@ -5,7 +5,7 @@ import { ScriptRunner } from '../../src/lua/scripts';
 import { deleteKeysUnder, newRedis, uniquePrefix } from '../support/redis';
 
 // A late job's rate grant is undone only while it is the bucket's latest (lua/includes/rateCounter.lua's
-// undoRateGrant): a later grant (another TAT stored) keeps it, and a second return of the same job is a no-op.
+// rateKind.giveBack): a later grant (another TAT stored) keeps it, and a second return of the same job is a no-op.
 describe('lua/returnTokens-n.lua: undoing a rate grant', () => {
   let redis: Redis;
   let prefix: string;

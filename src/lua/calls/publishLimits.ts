@@ -20,7 +20,7 @@ export interface PublishedLimits {
 
 /**
  * The fields of the limits hash one limit writes: a window, window ms -> N; a rate, r -> "n perMs burst" and
- * rh -> H; a concurrency, c -> n.
+ * rh -> H; a concurrency, c -> n. In Lua each kind reads its own back (its readField, lua/includes/bucketCounters.lua).
  */
 function limitFields(limit: LimitSpec, rateLeaseMs: number): ScriptArg[] {
   switch (limit.kind) {

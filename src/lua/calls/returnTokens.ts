@@ -27,7 +27,7 @@ export interface ReturnedGrant {
   readonly windows: readonly number[];
   /**
    * The bucket's rate TAT (us) the grant read and the one it wrote: the grant is undone while it is the rate's
-   * latest (an exact job put back for starting late, lua/returnTokens-n.lua's undoRateGrant).
+   * latest (an exact job put back for starting late, lua/includes/rateCounter.lua's rateKind.giveBack).
    */
   readonly rate?: { readonly beforeUs: number; readonly afterUs: number };
 }

@@ -38,7 +38,7 @@ export function markPutBack(context: PutBackContext, jobId: string, start: PutBa
  * What the job was counted in goes back (Delivery.giveBackLate: the counters' windows in exact delivery, the
  * grantor's grants in leased), so that putting it back costs its buckets nothing (without this, a limit of 3 per
  * hour would lose an hour's room to a job that never ran); a rate takes back only its latest grant
- * (lua/returnTokens-n.lua's undoRateGrant), and concurrency returns as the job ends. A return that fails only
+ * (lua/includes/rateCounter.lua's rateKind.giveBack), and concurrency returns as the job ends. A return that fails only
  * wastes room until the tokens expire (never lets more through), and is logged; this never throws.
  */
 export async function giveBack(context: PutBackContext, late: LateDelivery): Promise<void> {
