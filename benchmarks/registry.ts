@@ -7,6 +7,7 @@ import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
 import { processorStarts } from './processorStarts';
+import { redisInstructions } from './redisInstructions';
 import { throttleStats } from './throttleStats';
 import { workerThroughput } from './workerThroughput';
 import type { Benchmark } from './types';
@@ -20,6 +21,7 @@ export const benchmarks: readonly Benchmark[] = [
   grantThroughput,
   bucketMemory,
   workerThroughput,
+  redisInstructions,
   bindingLimit,
   deliveryByKind,
   limiterAccuracy,

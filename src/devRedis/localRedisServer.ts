@@ -20,6 +20,10 @@ export interface LocalRedisOptions {
   binary?: string;
   /** Working directory (kept on stop): pass the same one to a restart to find its data again. */
   dir?: string;
+  /** A command the server runs under, e.g. ['valgrind', '--tool=callgrind']: the server is its last argument. */
+  wrapper?: readonly string[];
+  /** How long to wait for the first PING answer (default 10 s; a server under valgrind starts slower). */
+  startTimeoutMs?: number;
 }
 
 export function findRedisServerBinary(): string | undefined {
@@ -67,7 +71,9 @@ export async function startLocalRedisServer(options: LocalRedisOptions = {}): Pr
   // A private working directory so that nothing this server might write lands in the caller's tree.
   const ownDir = options.dir === undefined;
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'bullmq-throttle-redis-'));
-  const child: ChildProcess = spawn(binary, [
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), binary];
+  const startTimeoutMs = options.startTimeoutMs ?? 10_000;
+  const child: ChildProcess = spawn(command, [...wrapperArgs,
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
     '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...(options.args ?? []),
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -75,12 +81,12 @@ export async function startLocalRedisServer(options: LocalRedisOptions = {}): Pr
   child.stderr?.on('data', (chunk) => { stderr += chunk.toString(); });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + startTimeoutMs;
   while (!(await ping(port))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
       if (ownDir) rmSync(dir, { recursive: true, force: true });
-      throw new Error(`redis-server did not start on port ${port}: ${stderr.trim() || 'no answer to PING within 10 s'}`);
+      throw new Error(`redis-server did not start on port ${port}: ${stderr.trim() || `no answer to PING within ${startTimeoutMs / 1000} s`}`);
     }
     await new Promise((r) => setTimeout(r, 20));
   }
