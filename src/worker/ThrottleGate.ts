@@ -76,6 +76,7 @@ export class ThrottleGate implements Gate {
       maxBatch: () => this.deadlines.batchLimit(),
       wakeBullmq: async () => { await this.connected?.wakeBullmq(); },
       emitDrained: () => options.emitDrained?.(),
+      roomReturnsOnlyWithTime: () => this.connected?.roomReturnsOnlyWithTime() ?? false,
     });
   }
 

@@ -155,6 +155,14 @@ export class ConnectedGate implements SlotServer {
     });
   }
 
+  /**
+   * Between calls no room returns but with time, or through what this process sees (SlotRequests' unasked waits):
+   * exact delivery (leased tokens arrive as the grantor grants them), and no concurrency (any job's end frees room).
+   */
+  roomReturnsOnlyWithTime(): boolean {
+    return this.delivery.mode === 'exact' && !this.throttles().some((t) => t.maxInFlight !== undefined);
+  }
+
   /** The queue's effective throttles as the worker holds them now (none before it has a config). */
   private throttles(): readonly EffectiveThrottle[] {
     return this.lifecycle.config?.throttles ?? [];

@@ -26,6 +26,13 @@ export const MIN_OVERLAPPING_BATCH = 24;
  * The worker's `completed` and `failed` events fire before that wait (ThrottledWorker.handleCompleted).
  */
 export const SHORT_WAIT_MS = 5;
+/**
+ * A slot's next fetch waits for room without a call while the last call that left slots waiting said room
+ * returns within this (SlotRequests.roomReturnsAt): what the call cannot see meanwhile, a new job of a bucket
+ * with room, waits at most this much longer than a call would have let it (bullmq's main loop, woken by its
+ * marker, fetches it at once if it is not busy).
+ */
+export const UNASKED_WAIT_MS = 20;
 export const MAX_SHORT_WAITS = 10;
 export const PARK_MS = 1_000;
 /**

@@ -1,6 +1,8 @@
 import { raw2NextJobData } from 'bullmq';
 import { nextLookLocalMs, TakeReply } from '../../delivery/takeNextJobs';
-import { DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS } from './deliveryTuning';
+import {
+  DeliveryRequest, EARLY_WAKE_MS, MAX_BATCH, MAX_CALLS_IN_FLIGHT, MAX_SHORT_WAITS, MIN_OVERLAPPING_BATCH, PARK_MS, SHORT_WAIT_MS, UNASKED_WAIT_MS,
+} from './deliveryTuning';
 import { GateFailures } from '../gateFailures';
 import { MarkerWakeTimer } from './markerWakeTimer';
 import { ParkedRequests } from './parkedRequests';
@@ -31,6 +33,11 @@ export interface SlotRequestsContext {
   emitDrained(): void;
   /** Sets the queue's marker, waking bullmq's blocked main loop. */
   wakeBullmq(): Promise<void>;
+  /**
+   * True while nothing this process cannot see makes room return sooner than a call said: exact delivery, and
+   * no throttle of the queue with a concurrency (a job's end frees its room at once). See RoomWait.
+   */
+  roomReturnsOnlyWithTime(): boolean;
   readonly failures: GateFailures;
 }
 
@@ -62,14 +69,38 @@ export class SlotRequests {
   passing = false;
   private drainedOwed = false;
 
+  /**
+   * When room returns (performance.now() ms), as the last call that left slots waiting said, until a call finds
+   * a job again or parked slots are woken (0: not known). A slot's next fetch that comes meanwhile, room due
+   * within UNASKED_WAIT_MS, waits with them without a call: at a binding limit each completion's fetch otherwise
+   * made a call that found the room taken (two in three of ten queues' delivery calls sharing a limit brought
+   * nothing), and parked with them all the same.
+   */
+  private roomReturnsAt = 0;
+
   submit(request: DeliveryRequest): Promise<unknown[]> {
-    if (!request.mainLoop) return this.batcher.submit(request);
+    if (!request.mainLoop) {
+      const untilRoomMs = this.roomReturnsAt - performance.now();
+      if (request.kind === 'next' && untilRoomMs > 0 && untilRoomMs <= UNASKED_WAIT_MS && this.mayParkNext() && this.context.roomReturnsOnlyWithTime()) {
+        return new Promise((resolve, reject) => {
+          request.waits++;
+          this.parked.park({ request, resolve, reject }, untilRoomMs);
+        });
+      }
+      return this.batcher.submit(request);
+    }
     if (this.mainLoopHolds) {
       this.mainLoopHolds = false;
       this.passing = true;
       this.drainedOwed = true;
       setImmediate(() => { this.passing = false; });
       return Promise.resolve(raw2NextJobData([0, 0, 0, Date.now()]));
+    }
+    // Told as a call would tell it, without the call: bullmq blocks on its marker until room returns (a new job
+    // wakes it sooner, and is looked at once room is due, at most UNASKED_WAIT_MS later than a call would have).
+    const untilRoomMs = this.roomReturnsAt - performance.now();
+    if (untilRoomMs > 0 && untilRoomMs <= UNASKED_WAIT_MS && !this.context.closed() && this.context.mayWait() && this.context.roomReturnsOnlyWithTime()) {
+      return Promise.resolve(raw2NextJobData([0, 0, 0, this.wakeBullmqAt(Date.now() + untilRoomMs)]));
     }
     return this.batcher.submit(request).then((answer) => {
       if (answer[0]) {
@@ -85,7 +116,14 @@ export class SlotRequests {
 
   /** Slots waiting here look again now (tokens arrived, a job was found). */
   wakeParked(): void {
+    this.roomReturnsAt = 0;
     if (this.parked.size > 0) this.parked.wake();
+  }
+
+  /** A slot's next fetch may wait here: one slot at least is left to bullmq's main loop, which takes jobs of any bucket. */
+  private mayParkNext(): boolean {
+    return !this.context.closed() && this.context.mayWait()
+      && this.parked.count((request) => request.kind === 'next') < Math.max(0, this.context.concurrency() - 1);
   }
 
   /** Hands every waiting request back to bullmq with no job (the worker pauses). */
@@ -120,6 +158,8 @@ export class SlotRequests {
         const served = pending.slice(0, reply.jobs.length);
         reply.jobs.forEach((job, i) => served[i].resolve(raw2NextJobData([job.fields, job.id, 0, 0])));
         pending = pending.slice(reply.jobs.length);
+        // Room was there: what an earlier call said about its return no longer holds.
+        if (served.length > 0) this.roomReturnsAt = 0;
         // bullmq's main loop found a job: it woke for a new one, or room came back; waiting slots look too.
         if (this.parked.size > 0 && served.some((p) => p.request.kind === 'fetch')) this.parked.wake();
         // bullmq's own rate limit is full: the rest go back to bullmq, which waits it out as it would.
@@ -165,6 +205,10 @@ export class SlotRequests {
     let parkedNext = this.parked.count((request) => request.kind === 'next');
     const mayParkNext = Math.max(0, this.context.concurrency() - 1);
     const mayWait = !this.context.closed() && this.context.mayWait() && !(reply && reply.rateLimitMs > 0);
+    // Nothing left to look at but what waits for room: the next fetches may wait for it unasked (submit).
+    if (reply && roomInMs !== undefined && roomInMs > 0 && !reply.more && reply.unclassified === 0 && reply.rateLimitMs === 0) {
+      this.roomReturnsAt = performance.now() + roomInMs;
+    }
     const none: Partial<Record<DeliveryRequest['kind'], unknown[]>> = {};
     for (const p of pending) {
       const request = p.request;
@@ -198,9 +242,14 @@ export class SlotRequests {
     const localNow = Date.now();
     const next = nextLookLocalMs(reply, localNow);
     if (next === undefined) return 0;
-    const local = Math.max(Math.ceil(next), localNow + 1);
-    this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
+    return this.wakeBullmqAt(next);
+  }
+
+  /** bullmq's main loop, told to look again at `localMs` (this clock), is woken by its marker then; what to tell it. */
+  private wakeBullmqAt(localMs: number): number {
     // Never in the past (bullmq would not block at all) nor 0 (it would sleep for drainDelay).
+    const local = Math.max(Math.ceil(localMs), Date.now() + 1);
+    this.wakeTimer.wakeAt(local - EARLY_WAKE_MS);
     return local;
   }
 }
