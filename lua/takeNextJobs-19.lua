@@ -82,5 +82,5 @@ local rcall = redis.call
 --- @include "includes/takeJobsBody"
 
 -- With a start deadline (ARGV[7] > 0): after the jobs, what each was counted in (includes/exactRoom's roomTicketing).
-if leaseMs > 0 then reply[REPLY_HEAD + 2 * delivered + 1] = roomTicketing.tickets end
+if input.leaseMs > 0 then reply[REPLY_HEAD + 2 * delivered + 1] = roomTicketing.tickets end
 return reply

@@ -12,48 +12,50 @@
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
   room the grantor named has come, and comes only once they are asked for) }.
-  Needs, defined by the including script: rcall; the locals of KEYS and ARGV that takeNextJobs-19.lua
-  names (waitKey ... refusedKey, jobPrefix ... K); includes nowUs, intArg, schedulerKeys,
+  Needs, defined by the including script: rcall; `input`, the table of KEYS and ARGV that
+  includes/takeJobsInput builds (waitKey ... refusedKey, jobPrefix ... K); includes nowUs, intArg, schedulerKeys,
   throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
   promoteDelayedJobs, getRateLimitTTL and prepareJobForProcessing. Leaves the reply in `reply`.
 ]]
 
 -- Slots whose completion was refused are left out; the others are served in order.
 local tokens, refused = {}, {}
-if rcall('EXISTS', refusedKey) == 1 then
-  for i = 1, K do
+if rcall('EXISTS', input.refusedKey) == 1 then
+  for i = 1, input.K do
     local token = ARGV[12 + i]
-    if rcall('SREM', refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
+    if rcall('SREM', input.refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
   end
 else
-  for i = 1, K do tokens[i] = ARGV[12 + i] end
+  for i = 1, input.K do tokens[i] = ARGV[12 + i] end
 end
 local wanted = #tokens
+-- Refusals and moves still to spend (the main loop's).
+local budget = input.budget
 
 local now = nowUs()
 local nowMs = math.floor(now / 1000)
 local nowMsArg = intArg(nowMs)
-initRoom({ throttlePrefix = throttlePrefix, queueBase = queueBase, now = now, nowMs = nowMs, leaseMs = leaseMs, afterRestart = afterRestart, lateAfterUs = lateAfterUs })
+initRoom({ throttlePrefix = input.throttlePrefix, queueBase = input.queueBase, now = now, nowMs = nowMs, leaseMs = input.leaseMs, afterRestart = input.afterRestart, lateAfterUs = input.lateAfterUs, K = input.K })
 
 -- targetKey: where promoted delayed jobs go (bullmq 5: the paused list while the queue is paused).
-local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(metaKey, activeKey, waitKey, jobPrefix)
-promoteDelayedJobs(delayedKey, markerKey, targetKey, prioritizedKey, eventsKey, jobPrefix, callerMs, pcKey, isPausedOrMaxed)
+local targetKey, isPausedOrMaxed, rateLimitMax, rateLimitDuration = queueTargetList(input.metaKey, input.activeKey, input.waitKey, input.jobPrefix)
+promoteDelayedJobs(input.delayedKey, input.markerKey, targetKey, input.prioritizedKey, input.eventsKey, input.jobPrefix, input.callerMs, input.pcKey, isPausedOrMaxed)
 -- As bullmq's moveToActive reads them: the queue's global max before the worker's, the worker's
 -- duration before the queue's.
-local limiterMax = tonumber(rateLimitMax) or workerLimiterMax
-local limiterMs = workerLimiterMs or tonumber(rateLimitDuration)
-local rateLimitMs = getRateLimitTTL(limiterMax, limiterKey)
+local limiterMax = tonumber(rateLimitMax) or input.workerLimiterMax
+local limiterMs = input.workerLimiterMs or tonumber(rateLimitDuration)
+local rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey)
 
 -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
 local WAKE_BATCH_MAX = 64
 local nowArg = intArg(now)
-local due = rcall('ZRANGEBYSCORE', wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
+local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
 for _, bucketId in ipairs(due) do
   local source = roomSource(parseBucketId(bucketId))
   local room = WAKE_BATCH_MAX
   if source then room = math.min(roomLeft(source), WAKE_BATCH_MAX) end
   if room == 0 and comingRoom and comingRoom.lookAgain(source) then room = WAKE_BATCH_MAX end
-  local waiting = waitersKey(queueBase, bucketId)
+  local waiting = waitersKey(input.queueBase, bucketId)
   if room > 0 then
     local woken = rcall('ZPOPMIN', waiting, room)
     if room < WAKE_BATCH_MAX and #woken > 0 and string.find(woken[#woken - 1], '$', 1, true) then
@@ -63,27 +65,27 @@ for _, bucketId in ipairs(due) do
     end
     local released = 0
     for i = 1, #woken, 2 do
-      rcall('ZADD', readyClassesKey, woken[i + 1], woken[i])
-      rcall('HDEL', classStateKey, woken[i])
-      released = released + rcall('ZCARD', classJobsKey(queueBase, woken[i]))
+      rcall('ZADD', input.readyClassesKey, woken[i + 1], woken[i])
+      rcall('HDEL', input.classStateKey, woken[i])
+      released = released + rcall('ZCARD', classJobsKey(input.queueBase, woken[i]))
     end
-    statsNotes.waiting(queueBase, parseBucketId(bucketId), -released)
-    if released > 0 then rcall('HINCRBY', stateKey, 'blocked', -released) end
+    statsNotes.waiting(input.queueBase, parseBucketId(bucketId), -released)
+    if released > 0 then rcall('HINCRBY', input.stateKey, 'blocked', -released) end
   end
   if rcall('EXISTS', waiting) == 0 then
-    rcall('ZREM', wakeupsKey, bucketId)
+    rcall('ZREM', input.wakeupsKey, bucketId)
   elseif room > 0 or source == nil then
     -- More waiters than room: look again on the next call (a refusal reschedules it exactly).
-    rcall('ZADD', wakeupsKey, nowArg, bucketId)
+    rcall('ZADD', input.wakeupsKey, nowArg, bucketId)
   else
-    rcall('ZADD', wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
+    rcall('ZADD', input.wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
   end
 end
 
-local stateFields = rcall('HMGET', stateKey, 'gen', 'lua')
+local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
 local gen = stateFields[1] or ''
-local classSpec = gen == callerGen and parseClassSpec(stateFields[2]) or nil
-local concurrency = tonumber(rcall('HGET', metaKey, 'concurrency'))
+local classSpec = gen == input.callerGen and parseClassSpec(stateFields[2]) or nil
+local concurrency = tonumber(rcall('HGET', input.metaKey, 'concurrency'))
 -- The reply is built as jobs go: its head is filled in at the end, refused slots and then jobs follow it.
 local REPLY_HEAD = 11 + #refused
 local reply = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, #refused }
@@ -119,14 +121,14 @@ local function checkClass(member)
   return checkBuckets(buckets)
 end
 
-local lockOpts = { lockDuration = lockDuration, name = workerName }
+local lockOpts = { lockDuration = input.lockDuration, name = input.workerName }
 
 -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
 -- inActive: it is at the head of active already.
 local function deliver(jobId, buckets, held, inActive)
-  if held and rcall('EXISTS', jobPrefix .. jobId) == 0 then
+  if held and rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
     -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
-    if rcall('SREM', removedHeldKey, jobId) == 0 then heldLeft = heldLeft + 1 end
+    if rcall('SREM', input.removedHeldKey, jobId) == 0 then heldLeft = heldLeft + 1 end
     dropped = dropped + 1
     return false
   end
@@ -137,30 +139,30 @@ local function deliver(jobId, buckets, held, inActive)
     statsNotes.delivered(buckets[i])
   end
   roomTicketing.delivered(jobId)
-  if not inActive then rcall('LPUSH', activeKey, jobId) end
+  if not inActive then rcall('LPUSH', input.activeKey, jobId) end
   lockOpts.token = tokens[delivered + 1]
-  local prepared = prepareJobForProcessing(jobPrefix, limiterKey, eventsKey, jobId, nowMsArg, limiterMax, limiterMs, markerKey, lockOpts)
+  local prepared = prepareJobForProcessing(input.jobPrefix, input.limiterKey, input.eventsKey, jobId, nowMsArg, limiterMax, limiterMs, input.markerKey, lockOpts)
   reply[REPLY_HEAD + 2 * delivered + 1] = jobId
   reply[REPLY_HEAD + 2 * delivered + 2] = prepared[1]
   delivered = delivered + 1
   -- bullmq's limiter took this delivery: once full, nothing more goes.
-  if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, limiterKey) end
+  if limiterMax then rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey) end
   return true
 end
 
 -- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
 -- that waits again (false) brings no new ones.
 local function wait(member, order, bucket, atUs, filedJob)
-  rcall('HSET', classStateKey, member, bucket.id)
-  rcall('ZADD', waitersKey(queueBase, bucket.id), intArg(order), member)
+  rcall('HSET', input.classStateKey, member, bucket.id)
+  rcall('ZADD', waitersKey(input.queueBase, bucket.id), intArg(order), member)
   -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
   -- time the bucket has stays: classes of other costs wait on it too, and a cheaper one may fit sooner.
-  rcall('ZADD', wakeupsKey, 'LT', intArg(atUs), bucket.id)
+  rcall('ZADD', input.wakeupsKey, 'LT', intArg(atUs), bucket.id)
   noteBlocked(member, order, bucket, atUs)
-  local held = rcall('ZCARD', classJobsKey(queueBase, member))
-  statsNotes.waiting(queueBase, bucket, held)
-  if filedJob then statsNotes.started(queueBase, bucket, member, filedJob, nowMsArg) end
-  rcall('HINCRBY', stateKey, 'blocked', held)
+  local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
+  statsNotes.waiting(input.queueBase, bucket, held)
+  if filedJob then statsNotes.started(input.queueBase, bucket, member, filedJob, nowMsArg) end
+  rcall('HINCRBY', input.stateKey, 'blocked', held)
   waitingOn[member] = bucket.id
   someWaiting = true
 end
@@ -168,16 +170,16 @@ end
 -- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
 -- removes it from ready-jobs.
 local function file(member, jobId, order)
-  rcall('ZADD', classJobsKey(queueBase, member), intArg(order), jobId)
-  rcall('SADD', classesKey, member)
+  rcall('ZADD', classJobsKey(input.queueBase, member), intArg(order), jobId)
+  rcall('SADD', input.classesKey, member)
   local bucketId = waitingOn[member]
   if bucketId then
     -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
-    rcall('ZADD', waitersKey(queueBase, bucketId), 'XX', 'LT', intArg(order), member)
+    rcall('ZADD', waitersKey(input.queueBase, bucketId), 'XX', 'LT', intArg(order), member)
     local bucket = parseBucketId(bucketId)
-    statsNotes.waiting(queueBase, bucket, 1)
-    statsNotes.started(queueBase, bucket, member, jobId, nowMsArg)
-    rcall('HINCRBY', stateKey, 'blocked', 1)
+    statsNotes.waiting(input.queueBase, bucket, 1)
+    statsNotes.started(input.queueBase, bucket, member, jobId, nowMsArg)
+    rcall('HINCRBY', input.stateKey, 'blocked', 1)
   end
 end
 
@@ -189,7 +191,7 @@ local FRESH_BUDGET = 256
 local readyChunk, readyAt, readyTaken, readyEnded = {}, 1, 0, false
 local function jobHeadOf()
   if readyAt > #readyChunk and not readyEnded then
-    readyChunk = rcall('ZRANGE', readyJobsKey, readyTaken, readyTaken + READ_CHUNK - 1, 'WITHSCORES')
+    readyChunk = rcall('ZRANGE', input.readyJobsKey, readyTaken, readyTaken + READ_CHUNK - 1, 'WITHSCORES')
     readyAt = 1
     -- Nothing adds to ready-jobs while this runs: a short chunk is the last.
     readyEnded = #readyChunk < 2 * READ_CHUNK
@@ -199,14 +201,14 @@ local function jobHeadOf()
 end
 -- Classes wait on buckets rarely: with none waiting, no job's class needs looking up (someWaiting turns
 -- true once one waits in this run).
-local anyWaiting = rcall('HLEN', classStateKey) > 0
+local anyWaiting = rcall('HLEN', input.classStateKey) > 0
 someWaiting = anyWaiting
 
 local function waitingOnOf(member)
   local blockedOn = waitingOn[member]
   if blockedOn ~= nil then return blockedOn end
   if not anyWaiting then return false end
-  blockedOn = rcall('HGET', classStateKey, member) or false
+  blockedOn = rcall('HGET', input.classStateKey, member) or false
   waitingOn[member] = blockedOn
   return blockedOn
 end
@@ -225,11 +227,11 @@ local function freshHead(comesFirst)
   end
   local jobId, from
   if comesFirst then
-    jobId, from = rcall('RPOPLPUSH', waitKey, activeKey), 'active'
+    jobId, from = rcall('RPOPLPUSH', input.waitKey, input.activeKey), 'active'
   else
-    jobId, from = rcall('LINDEX', waitKey, -1), 'wait'
+    jobId, from = rcall('LINDEX', input.waitKey, -1), 'wait'
   end
-  if not jobId then jobId, from = rcall('ZRANGE', prioritizedKey, 0, 0)[1], 'prioritized' end
+  if not jobId then jobId, from = rcall('ZRANGE', input.prioritizedKey, 0, 0)[1], 'prioritized' end
   if not jobId then
     freshEnded = true
     return nil
@@ -237,19 +239,19 @@ local function freshHead(comesFirst)
   -- A job without a hash (removed) is the worker's classifier's to let go. (Every job hash has data.)
   local name, dataText, found
   if classSpec.needsName then
-    local fields = rcall('HMGET', jobPrefix .. jobId, 'name', 'data')
+    local fields = rcall('HMGET', input.jobPrefix .. jobId, 'name', 'data')
     name, dataText = fields[1], fields[2]
     found = name and dataText
   else
-    dataText = rcall('HGET', jobPrefix .. jobId, 'data')
+    dataText = rcall('HGET', input.jobPrefix .. jobId, 'data')
     found = dataText
   end
   local buckets
   if found then buckets = classifyInLua(classSpec, name, dataText) end
   if buckets == nil then
     if from == 'active' then
-      rcall('LREM', activeKey, 1, jobId)
-      rcall('RPUSH', waitKey, jobId)
+      rcall('LREM', input.activeKey, 1, jobId)
+      rcall('RPUSH', input.waitKey, jobId)
     end
     freshEnded, deferred = true, true
     return nil
@@ -267,7 +269,7 @@ end
 
 -- Jobs their worker put back (lua/markPutBack-2.lua) go first among their priority, as lifo jobs do. Whether
 -- the queue has any is read once a run, when a fresh job first needs it. (One local: the main chunk is near 200.)
-local putBack = { key = KEYS[17], exists = nil }
+local putBack = { key = input.putBackKey, exists = nil }
 function putBack.any()
   if putBack.exists == nil then putBack.exists = rcall('EXISTS', putBack.key) == 1 end
   return putBack.exists
@@ -285,11 +287,11 @@ local sequences
 local function freshOrder(job)
   if job.order then return job.order end
   if sequences == nil then
-    local stored = rcall('HMGET', stateKey, 'fifo', 'lifo')
+    local stored = rcall('HMGET', input.stateKey, 'fifo', 'lifo')
     sequences = { fifo = tonumber(stored[1]) or 0, lifo = tonumber(stored[2]) or 0, fifoUsed = 0, lifoUsed = 0 }
   end
   -- Read only now: a job that goes at once needs neither.
-  local stored = rcall('HMGET', jobPrefix .. job.id, 'priority', 'opts')
+  local stored = rcall('HMGET', input.jobPrefix .. job.id, 'priority', 'opts')
   local lifo = false
   if stored[2] then
     local ok, opts = pcall(cjson.decode, stored[2])
@@ -312,9 +314,9 @@ local function takeFresh()
   -- Its mark goes as it is taken; its order may be worked out after (when it is held).
   if putBack.take(job.id) then job.putBack = true end
   if job.from == 'prioritized' then
-    rcall('ZREM', prioritizedKey, job.id)
+    rcall('ZREM', input.prioritizedKey, job.id)
   elseif job.from == 'wait' then
-    rcall('RPOP', waitKey)
+    rcall('RPOP', input.waitKey)
   end
   return job
 end
@@ -340,8 +342,8 @@ local function roomIsComing(job)
     if not comingRoom.soon(lacking[i], costs[i]) then return false end
   end
   if job.from == 'active' then
-    rcall('LREM', activeKey, 1, job.id)
-    rcall('RPUSH', waitKey, job.id)
+    rcall('LREM', input.activeKey, 1, job.id)
+    rcall('RPUSH', input.waitKey, job.id)
   end
   -- The deposit wakes the slots; this is in case it never comes.
   comingBackUs = now + 20000
@@ -360,20 +362,20 @@ local function placeFresh(job)
     end
   end
   local member = memberOf(job)
-  if job.from == 'active' then rcall('LREM', activeKey, 1, job.id) end
+  if job.from == 'active' then rcall('LREM', input.activeKey, 1, job.id) end
   freshHeld = freshHeld + 1
   freshBudget = freshBudget - 1
   file(member, job.id, freshOrder(job))
   if fits == 'stale' then
-    rcall('SADD', staleKey, member)
+    rcall('SADD', input.staleKey, member)
   elseif not blockedOn then
     wait(member, freshOrder(job), bucketsOrFull, fullAtUs, job.id)
   end
 end
 
-local classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
+local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
 while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget > 0 do
-  if concurrency and rcall('LLEN', activeKey) >= concurrency then break end
+  if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
   local entry, order = jobHeadOf()
   local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
   local job = freshHead(entry == nil and classOrder == nil)
@@ -400,7 +402,7 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
       local fits, bucketsOrFull, fullAtUs = checkClass(member)
       if fits == 'stale' then
         file(member, jobId, order)
-        rcall('SADD', staleKey, member)
+        rcall('SADD', input.staleKey, member)
         budget = budget - 1
       elseif fits == nil then
         file(member, jobId, order)
@@ -413,57 +415,57 @@ while not isPausedOrMaxed and rateLimitMs == 0 and delivered < wanted and budget
   else
     if #classHead == 0 then break end
     local member, order = classHead[1], tonumber(classHead[2])
-    local classKey = classJobsKey(queueBase, member)
+    local classKey = classJobsKey(input.queueBase, member)
     local fits, bucketsOrFull, fullAtUs = checkClass(member)
     if fits == 'stale' then
-      rcall('ZREM', readyClassesKey, member)
-      rcall('SADD', staleKey, member)
+      rcall('ZREM', input.readyClassesKey, member)
+      rcall('SADD', input.staleKey, member)
       budget = budget - 1
     elseif fits == nil then
-      rcall('ZREM', readyClassesKey, member)
+      rcall('ZREM', input.readyClassesKey, member)
       wait(member, order, bucketsOrFull, fullAtUs, false)
       budget = budget - 1
     else
       local popped = rcall('ZPOPMIN', classKey)
       if #popped > 0 then
         local went = deliver(popped[1], bucketsOrFull, true)
-        statsNotes.ended(queueBase, member, popped[1], bucketsOrFull, went and nowMs)
+        statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
       end
       local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
       if #head == 0 then
-        rcall('ZREM', readyClassesKey, member)
-        rcall('SREM', classesKey, member)
+        rcall('ZREM', input.readyClassesKey, member)
+        rcall('SREM', input.classesKey, member)
       else
-        rcall('ZADD', readyClassesKey, head[2], member)
+        rcall('ZADD', input.readyClassesKey, head[2], member)
       end
     end
-    classHead = rcall('ZRANGE', readyClassesKey, 0, 0, 'WITHSCORES')
+    classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   end
 end
 
-if readyTaken > 0 then rcall('ZREMRANGEBYRANK', readyJobsKey, 0, readyTaken - 1) end
+if readyTaken > 0 then rcall('ZREMRANGEBYRANK', input.readyJobsKey, 0, readyTaken - 1) end
 saveRoom()
-if freshHeld ~= heldLeft then rcall('HINCRBY', stateKey, 'held', freshHeld - heldLeft) end
+if freshHeld ~= heldLeft then rcall('HINCRBY', input.stateKey, 'held', freshHeld - heldLeft) end
 if sequences then
-  if sequences.fifoUsed > 0 then rcall('HINCRBY', stateKey, 'fifo', sequences.fifoUsed) end
-  if sequences.lifoUsed > 0 then rcall('HINCRBY', stateKey, 'lifo', sequences.lifoUsed) end
+  if sequences.fifoUsed > 0 then rcall('HINCRBY', input.stateKey, 'fifo', sequences.fifoUsed) end
+  if sequences.lifoUsed > 0 then rcall('HINCRBY', input.stateKey, 'lifo', sequences.lifoUsed) end
 end
 
 local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
 if delivered < wanted then
   -- Some asked in vain: say when to look again.
-  local first = rcall('ZRANGE', wakeupsKey, 0, 0, 'WITHSCORES')
+  local first = rcall('ZRANGE', input.wakeupsKey, 0, 0, 'WITHSCORES')
   nextWakeUs = tonumber(first[2]) or 0
   if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
   if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
   if not isPausedOrMaxed and rateLimitMs == 0 and (budget <= 0 or freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or fresh ~= nil
-      or (not deferred and classSpec ~= nil and rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) > 0)) then
+      or (not deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then
     nextWakeUs, more = now, 1
   end
-  nextDelayedMs = math.floor(getNextDelayedTimestamp(delayedKey) or 0)
-  stale = rcall('SCARD', staleKey)
+  nextDelayedMs = math.floor(getNextDelayedTimestamp(input.delayedKey) or 0)
+  stale = rcall('SCARD', input.staleKey)
 end
 local unclassified = 0
-if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', waitKey) + rcall('ZCARD', prioritizedKey) end
+if not isPausedOrMaxed and (classSpec == nil or deferred) then unclassified = rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) end
 reply[1], reply[2], reply[3], reply[4], reply[5] = now, nextWakeUs, nextDelayedMs, unclassified, stale
 reply[6], reply[7], reply[8], reply[9], reply[10] = dropped, gen, more, delivered, rateLimitMs
