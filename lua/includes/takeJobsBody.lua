@@ -17,17 +17,9 @@
   throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
   promoteDelayedJobs, getRateLimitTTL and prepareJobForProcessing. Leaves the reply in `reply`.
 ]]
+--- @include "slotTokens"
 
--- Slots whose completion was refused are left out; the others are served in order.
-local tokens, refused = {}, {}
-if rcall('EXISTS', input.refusedKey) == 1 then
-  for i = 1, input.K do
-    local token = ARGV[12 + i]
-    if rcall('SREM', input.refusedKey, token) == 1 then refused[#refused + 1] = i else tokens[#tokens + 1] = token end
-  end
-else
-  for i = 1, input.K do tokens[i] = ARGV[12 + i] end
-end
+local tokens, refused = slotTokens(input)
 local wanted = #tokens
 -- Refusals and moves still to spend (the main loop's).
 local budget = input.budget
