@@ -18,6 +18,7 @@
   promoteDelayedJobs, getRateLimitTTL and prepareJobForProcessing. Leaves the reply in `reply`.
 ]]
 --- @include "slotTokens"
+--- @include "wakeDueBuckets"
 
 local tokens, refused = slotTokens(input)
 local wanted = #tokens
@@ -38,41 +39,7 @@ local limiterMax = tonumber(rateLimitMax) or input.workerLimiterMax
 local limiterMs = input.workerLimiterMs or tonumber(rateLimitDuration)
 local rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey)
 
--- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
-local WAKE_BATCH_MAX = 64
-local nowArg = intArg(now)
-local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
-for _, bucketId in ipairs(due) do
-  local source = roomSource(parseBucketId(bucketId))
-  local room = WAKE_BATCH_MAX
-  if source then room = math.min(roomLeft(source), WAKE_BATCH_MAX) end
-  if room == 0 and comingRoom and comingRoom.lookAgain(source) then room = WAKE_BATCH_MAX end
-  local waiting = waitersKey(input.queueBase, bucketId)
-  if room > 0 then
-    local woken = rcall('ZPOPMIN', waiting, room)
-    if room < WAKE_BATCH_MAX and #woken > 0 and string.find(woken[#woken - 1], '$', 1, true) then
-      -- Classes with costs: one that needs more than the room waits again, and cheaper ones behind it may fit.
-      local more = rcall('ZPOPMIN', waiting, WAKE_BATCH_MAX - room)
-      for i = 1, #more do woken[#woken + 1] = more[i] end
-    end
-    local released = 0
-    for i = 1, #woken, 2 do
-      rcall('ZADD', input.readyClassesKey, woken[i + 1], woken[i])
-      rcall('HDEL', input.classStateKey, woken[i])
-      released = released + rcall('ZCARD', classJobsKey(input.queueBase, woken[i]))
-    end
-    statsNotes.waiting(input.queueBase, parseBucketId(bucketId), -released)
-    if released > 0 then rcall('HINCRBY', input.stateKey, 'blocked', -released) end
-  end
-  if rcall('EXISTS', waiting) == 0 then
-    rcall('ZREM', input.wakeupsKey, bucketId)
-  elseif room > 0 or source == nil then
-    -- More waiters than room: look again on the next call (a refusal reschedules it exactly).
-    rcall('ZADD', input.wakeupsKey, nowArg, bucketId)
-  else
-    rcall('ZADD', input.wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
-  end
-end
+wakeDueBuckets(input, now)
 
 local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
 local gen = stateFields[1] or ''
