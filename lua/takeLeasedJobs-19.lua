@@ -159,6 +159,8 @@ end
 
 --- @include "includes/takeJobsBody"
 
+local run = takeJobs(input)
+
 -- Classes waiting for tokens, first in queue order, with their held jobs (the worker leases for them).
 local lease = { expiredThisRun(), node, 0 }
 if wantsLimit > 0 then
@@ -166,7 +168,7 @@ if wantsLimit > 0 then
   for i = 1, #wants, 2 do
     local member, refill = wants[i], wants[i + 1] == '0'
     local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
-    if parseClass(member) ~= gen or (held == 0 and not refill) then
+    if parseClass(member) ~= run.gen or (held == 0 and not refill) then
       rcall('ZREM', input.queueBase .. ':lease-wants', member)
     else
       -- A refill is leased for the slots asking and ahead, beyond the jobs its class holds now.
@@ -188,4 +190,4 @@ for i = 1, #spends, 2 do
   for _, field in ipairs(spends[i + 1]) do lease[#lease + 1] = field end
 end
 -- What each delivered job spent (includes/leasedRoom's roomTicketing), in the order of the reply's jobs.
-return { reply, lease, roomTicketing.tickets }
+return { run.reply, lease, roomTicketing.tickets }
