@@ -4,7 +4,7 @@
     includes/exactRoom    the buckets' window counters, counted in this script (exact delivery)
     includes/leasedRoom   tokens leased from the throttle namespace's grantor, spent here (leased delivery)
   A room source defines initRoom(ctx), roomSource(bucket) (nil: its throttle's limits are not known, the
-  class waits a second, checkBuckets), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
+  class waits a second, includes/placeJobs' checkBuckets), roomLeft(source), roomReturnsAtUs(source, cost) (0: room now for cost tokens, 1 when nil), spendRoom(source,
   fresh, jobId, cost), noteBlocked(member,
   order, bucket, atUs), freshJobTaken(jobId) (a job from wait, before its buckets are looked at), roomWakeAtUs(bucketId,
   atUs) (when a caller told to wait for the bucket's room at atUs should look again) and saveRoom(); and comingRoom: nil, or { soon(source, cost) (no room for cost, but tokens already
@@ -21,6 +21,7 @@
 ]]
 --- @include "slotTokens"
 --- @include "wakeDueBuckets"
+--- @include "placeJobs"
 
 -- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
 local FRESH_BUDGET = 256
@@ -62,7 +63,8 @@ local function takeJobs(input)
     -- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
     -- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
     delivered = 0, dropped = 0, heldLeft = 0, freshHeld = 0,
-    -- Class -> the bucket id it waits on (false: none), as found in this run; someWaiting, anyWaiting: below.
+    -- Class -> the bucket id it waits on (false: none), as found in this run; someWaiting, anyWaiting: see
+    -- includes/placeJobs' readAnyWaiting.
     waitingOn = {}, someWaiting = false, anyWaiting = false,
     lockOpts = { lockDuration = input.lockDuration, name = input.workerName },
     -- The ready-jobs reader's chunk, its next entry, the entries taken, and whether the chunk is the last.
@@ -74,93 +76,6 @@ local function takeJobs(input)
     -- (roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
     sequences = false, comingBackUs = 0, putBackExists = nil,
   }
-
-  -- true and the buckets when every one has room, or nil and the bucket to wait on (with when it has
-  -- room; the one whose room comes last), or 'stale' (checkClass: a class of an older generation).
-  -- A throttle whose limits are not there (its node lost them and nobody has published them again yet, or no
-  -- live worker declares it any more) holds the class as a full bucket would, looked at again a second later:
-  -- the workers publish the limits again with their next registration, and a class whose throttles changed
-  -- meanwhile is then of an older generation (stale, reclaimed). Such a class marked stale while its generation
-  -- was still current was left in no list at all, its jobs held for good.
-  local function checkBuckets(buckets)
-    local fullBucket, fullAtUs = nil, 0
-    for i = 1, #buckets do
-      local source = roomSource(buckets[i])
-      if source == nil then return nil, buckets[i], run.now + 1000000 end
-      local roomAt = roomReturnsAtUs(source, buckets[i].cost)
-      if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
-    end
-    if fullBucket then return nil, fullBucket, fullAtUs end
-    return true, buckets
-  end
-
-  local function checkClass(member)
-    local memberGen, buckets = parseClass(member)
-    if memberGen ~= run.gen then return 'stale' end
-    return checkBuckets(buckets)
-  end
-
-  -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
-  -- inActive: it is at the head of active already.
-  local function deliver(jobId, buckets, held, inActive)
-    if held and rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
-      -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
-      if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
-      run.dropped = run.dropped + 1
-      return false
-    end
-    if held then run.heldLeft = run.heldLeft + 1 end
-    for i = 1, #buckets do
-      -- Loaded by checkBuckets: this finds it in the room source's cache.
-      spendRoom(roomSource(buckets[i]), not held, jobId, buckets[i].cost)
-      statsNotes.delivered(buckets[i])
-    end
-    roomTicketing.delivered(jobId)
-    if not inActive then rcall('LPUSH', input.activeKey, jobId) end
-    local delivered, lockOpts = run.delivered, run.lockOpts
-    lockOpts.token = run.tokens[delivered + 1]
-    local prepared = prepareJobForProcessing(input.jobPrefix, input.limiterKey, input.eventsKey, jobId, run.nowMsArg, run.limiterMax, run.limiterMs, input.markerKey, lockOpts)
-    local reply, at = run.reply, run.REPLY_HEAD + 2 * delivered
-    reply[at + 1] = jobId
-    reply[at + 2] = prepared[1]
-    run.delivered = delivered + 1
-    -- bullmq's limiter took this delivery: once full, nothing more goes.
-    if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
-    return true
-  end
-
-  -- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
-  -- that waits again (false) brings no new ones.
-  local function wait(member, order, bucket, atUs, filedJob)
-    rcall('HSET', input.classStateKey, member, bucket.id)
-    rcall('ZADD', waitersKey(input.queueBase, bucket.id), intArg(order), member)
-    -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
-    -- time the bucket has stays: classes of other costs wait on it too, and a cheaper one may fit sooner.
-    rcall('ZADD', input.wakeupsKey, 'LT', intArg(atUs), bucket.id)
-    noteBlocked(member, order, bucket, atUs)
-    local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
-    statsNotes.waiting(input.queueBase, bucket, held)
-    if filedJob then statsNotes.started(input.queueBase, bucket, member, filedJob, run.nowMsArg) end
-    rcall('HINCRBY', input.stateKey, 'blocked', held)
-    run.waitingOn[member] = bucket.id
-    run.someWaiting = true
-  end
-
-  -- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
-  -- removes it from ready-jobs.
-  local function file(member, jobId, order)
-    rcall('ZADD', classJobsKey(input.queueBase, member), intArg(order), jobId)
-    rcall('SADD', input.classesKey, member)
-    local bucketId = run.waitingOn[member]
-    if bucketId then
-      -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
-      rcall('ZADD', waitersKey(input.queueBase, bucketId), 'XX', 'LT', intArg(order), member)
-      local bucket = parseBucketId(bucketId)
-      statsNotes.waiting(input.queueBase, bucket, 1)
-      statsNotes.started(input.queueBase, bucket, member, jobId, run.nowMsArg)
-      rcall('HINCRBY', input.stateKey, 'blocked', 1)
-    end
-  end
 
   -- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
   -- only one taking from the front while it runs.
@@ -176,19 +91,7 @@ local function takeJobs(input)
     if at > #chunk then return nil end
     return chunk[at], tonumber(chunk[at + 1])
   end
-  -- Classes wait on buckets rarely: with none waiting, no job's class needs looking up (someWaiting turns
-  -- true once one waits in this run).
-  run.anyWaiting = rcall('HLEN', input.classStateKey) > 0
-  run.someWaiting = run.anyWaiting
-
-  local function waitingOnOf(member)
-    local blockedOn = run.waitingOn[member]
-    if blockedOn ~= nil then return blockedOn end
-    if not run.anyWaiting then return false end
-    blockedOn = rcall('HGET', input.classStateKey, member) or false
-    run.waitingOn[member] = blockedOn
-    return blockedOn
-  end
+  placeJobs.readAnyWaiting(input, run)
 
   -- The first job of wait (then prioritized) that no worker has classified, classified here; nil when
   -- there is none, or it needs the worker's classifier (deferred), or this queue's throttles do.
@@ -303,7 +206,7 @@ local function takeJobs(input)
   -- pool that ran dry, its refill asked for) stays first in bullmq's list, and fresh intake ends.
   local function roomIsComing(job)
     if not comingRoom then return false end
-    if run.someWaiting and waitingOnOf(memberOf(job)) and not comingRoom.askedSoon(memberOf(job)) then return false end
+    if run.someWaiting and placeJobs.waitingOnOf(input, run, memberOf(job)) and not comingRoom.askedSoon(memberOf(job)) then return false end
     local lacking, costs = {}, {}
     for i = 1, #job.buckets do
       local source = roomSource(job.buckets[i])
@@ -329,12 +232,12 @@ local function takeJobs(input)
 
   -- A job straight from wait: delivered when its buckets have room, else held in its class.
   local function placeFresh(job)
-    local blockedOn = run.someWaiting and waitingOnOf(memberOf(job))
+    local blockedOn = run.someWaiting and placeJobs.waitingOnOf(input, run, memberOf(job))
     local fits, bucketsOrFull, fullAtUs
     if not blockedOn then
-      fits, bucketsOrFull, fullAtUs = checkBuckets(job.buckets)
+      fits, bucketsOrFull, fullAtUs = placeJobs.checkBuckets(run, job.buckets)
       if fits == true then
-        deliver(job.id, bucketsOrFull, false, job.from == 'active')
+        placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active')
         return
       end
     end
@@ -342,11 +245,11 @@ local function takeJobs(input)
     if job.from == 'active' then rcall('LREM', input.activeKey, 1, job.id) end
     run.freshHeld = run.freshHeld + 1
     run.freshBudget = run.freshBudget - 1
-    file(member, job.id, freshOrder(job))
+    placeJobs.file(input, run, member, job.id, freshOrder(job))
     if fits == 'stale' then
       rcall('SADD', input.staleKey, member)
     elseif not blockedOn then
-      wait(member, freshOrder(job), bucketsOrFull, fullAtUs, job.id)
+      placeJobs.wait(input, run, member, freshOrder(job), bucketsOrFull, fullAtUs, job.id)
     end
   end
 
@@ -371,41 +274,41 @@ local function takeJobs(input)
       run.readyTaken = run.readyTaken + 1
       local hash = string.find(entry, '#', 1, true)
       local member, jobId = string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1)
-      local blockedOn = waitingOnOf(member)
+      local blockedOn = placeJobs.waitingOnOf(input, run, member)
       if blockedOn then
-        file(member, jobId, order)
+        placeJobs.file(input, run, member, jobId, order)
         budget = budget - 1
       else
-        local fits, bucketsOrFull, fullAtUs = checkClass(member)
+        local fits, bucketsOrFull, fullAtUs = placeJobs.checkClass(run, member)
         if fits == 'stale' then
-          file(member, jobId, order)
+          placeJobs.file(input, run, member, jobId, order)
           rcall('SADD', input.staleKey, member)
           budget = budget - 1
         elseif fits == nil then
-          file(member, jobId, order)
-          wait(member, order, bucketsOrFull, fullAtUs, jobId)
+          placeJobs.file(input, run, member, jobId, order)
+          placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
           budget = budget - 1
         else
-          deliver(jobId, bucketsOrFull, true)
+          placeJobs.deliver(input, run, jobId, bucketsOrFull, true)
         end
       end
     else
       if #classHead == 0 then break end
       local member, order = classHead[1], tonumber(classHead[2])
       local classKey = classJobsKey(input.queueBase, member)
-      local fits, bucketsOrFull, fullAtUs = checkClass(member)
+      local fits, bucketsOrFull, fullAtUs = placeJobs.checkClass(run, member)
       if fits == 'stale' then
         rcall('ZREM', input.readyClassesKey, member)
         rcall('SADD', input.staleKey, member)
         budget = budget - 1
       elseif fits == nil then
         rcall('ZREM', input.readyClassesKey, member)
-        wait(member, order, bucketsOrFull, fullAtUs, false)
+        placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, false)
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
         if #popped > 0 then
-          local went = deliver(popped[1], bucketsOrFull, true)
+          local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
         end
         local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
