@@ -22,6 +22,7 @@
 --- @include "slotTokens"
 --- @include "wakeDueBuckets"
 --- @include "placeJobs"
+--- @include "readyJobs"
 
 -- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
 local FRESH_BUDGET = 256
@@ -67,7 +68,8 @@ local function takeJobs(input)
     -- includes/placeJobs' readAnyWaiting.
     waitingOn = {}, someWaiting = false, anyWaiting = false,
     lockOpts = { lockDuration = input.lockDuration, name = input.workerName },
-    -- The ready-jobs reader's chunk, its next entry, the entries taken, and whether the chunk is the last.
+    -- The ready-jobs reader's chunk, its next entry, the entries taken, and whether the chunk is the last
+    -- (includes/readyJobs).
     readyChunk = {}, readyAt = 1, readyTaken = 0, readyEnded = false,
     -- The fresh job at hand (freshHead), whether fresh intake ended, and whether it ended on a job the
     -- worker's classifier must see; how many more fresh jobs this call may hold.
@@ -77,20 +79,6 @@ local function takeJobs(input)
     sequences = false, comingBackUs = 0, putBackExists = nil,
   }
 
-  -- Ready jobs are read in chunks from the front and removed in one go at the end: this script is the
-  -- only one taking from the front while it runs.
-  local READ_CHUNK = 64
-  local function jobHeadOf()
-    if run.readyAt > #run.readyChunk and not run.readyEnded then
-      run.readyChunk = rcall('ZRANGE', input.readyJobsKey, run.readyTaken, run.readyTaken + READ_CHUNK - 1, 'WITHSCORES')
-      run.readyAt = 1
-      -- Nothing adds to ready-jobs while this runs: a short chunk is the last.
-      run.readyEnded = #run.readyChunk < 2 * READ_CHUNK
-    end
-    local chunk, at = run.readyChunk, run.readyAt
-    if at > #chunk then return nil end
-    return chunk[at], tonumber(chunk[at + 1])
-  end
   placeJobs.readAnyWaiting(input, run)
 
   -- The first job of wait (then prioritized) that no worker has classified, classified here; nil when
@@ -256,7 +244,7 @@ local function takeJobs(input)
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
-    local entry, order = jobHeadOf()
+    local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
     local job = freshHead(entry == nil and classOrder == nil)
     local fromFresh = job ~= nil
@@ -270,6 +258,7 @@ local function takeJobs(input)
     elseif fromFresh then
       placeFresh(takeFresh())
     elseif fromJobs then
+      -- Takes the head from ready-jobs (includes/readyJobs: removed at the end).
       run.readyAt = run.readyAt + 2
       run.readyTaken = run.readyTaken + 1
       local hash = string.find(entry, '#', 1, true)
@@ -323,7 +312,7 @@ local function takeJobs(input)
     end
   end
 
-  if run.readyTaken > 0 then rcall('ZREMRANGEBYRANK', input.readyJobsKey, 0, run.readyTaken - 1) end
+  readyJobs.removeTaken(input, run)
   saveRoom()
   if run.freshHeld ~= run.heldLeft then rcall('HINCRBY', input.stateKey, 'held', run.freshHeld - run.heldLeft) end
   local sequences = run.sequences
@@ -340,7 +329,7 @@ local function takeJobs(input)
     if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
     local comingBackUs = run.comingBackUs
     if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
-    if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (jobHeadOf() ~= nil or #classHead > 0 or run.fresh
+    if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
         or (not run.deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then
       nextWakeUs, more = now, 1
     end
