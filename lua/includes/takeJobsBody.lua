@@ -23,9 +23,7 @@
 --- @include "wakeDueBuckets"
 --- @include "placeJobs"
 --- @include "readyJobs"
-
--- Most jobs straight from wait one call may hold (their buckets full) before handing over to the next.
-local FRESH_BUDGET = 256
+--- @include "freshJobs"
 
 -- Takes the call's jobs (input: includes/takeJobsInput's table); returns the run's state, the reply in run.reply.
 local function takeJobs(input)
@@ -71,192 +69,32 @@ local function takeJobs(input)
     -- The ready-jobs reader's chunk, its next entry, the entries taken, and whether the chunk is the last
     -- (includes/readyJobs).
     readyChunk = {}, readyAt = 1, readyTaken = 0, readyEnded = false,
-    -- The fresh job at hand (freshHead), whether fresh intake ended, and whether it ended on a job the
-    -- worker's classifier must see; how many more fresh jobs this call may hold.
-    fresh = false, freshEnded = classSpec == nil, deferred = false, freshBudget = FRESH_BUDGET,
-    -- Sequence numbers handed out (freshOrder); when a fresh job's room on its way is awaited till
-    -- (roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
+    -- The fresh job at hand (false: none), whether fresh intake ended, and whether it ended on a job the
+    -- worker's classifier must see; how many more fresh jobs this call may hold (includes/freshJobs).
+    fresh = false, freshEnded = classSpec == nil, deferred = false, freshBudget = freshJobs.BUDGET,
+    -- Sequence numbers handed out (freshJobs.order); when a fresh job's room on its way is awaited till
+    -- (freshJobs.roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
     sequences = false, comingBackUs = 0, putBackExists = nil,
   }
 
   placeJobs.readAnyWaiting(input, run)
-
-  -- The first job of wait (then prioritized) that no worker has classified, classified here; nil when
-  -- there is none, or it needs the worker's classifier (deferred), or this queue's throttles do.
-  -- comesFirst: nothing held is ahead of it, so it is taken straight into active (one command, as bullmq's
-  -- moveToActive does) and put back should it not go.
-  local function freshHead(comesFirst)
-    if run.fresh or run.freshEnded then return run.fresh or nil end
-    if run.freshBudget <= 0 then
-      run.freshEnded = true
-      return nil
-    end
-    local jobId, from
-    if comesFirst then
-      jobId, from = rcall('RPOPLPUSH', input.waitKey, input.activeKey), 'active'
-    else
-      jobId, from = rcall('LINDEX', input.waitKey, -1), 'wait'
-    end
-    if not jobId then jobId, from = rcall('ZRANGE', input.prioritizedKey, 0, 0)[1], 'prioritized' end
-    if not jobId then
-      run.freshEnded = true
-      return nil
-    end
-    -- A job without a hash (removed) is the worker's classifier's to let go. (Every job hash has data.)
-    local classSpec = run.classSpec
-    local name, dataText, found
-    if classSpec.needsName then
-      local fields = rcall('HMGET', input.jobPrefix .. jobId, 'name', 'data')
-      name, dataText = fields[1], fields[2]
-      found = name and dataText
-    else
-      dataText = rcall('HGET', input.jobPrefix .. jobId, 'data')
-      found = dataText
-    end
-    local buckets
-    if found then buckets = classifyInLua(classSpec, name, dataText) end
-    if buckets == nil then
-      if from == 'active' then
-        rcall('LREM', input.activeKey, 1, jobId)
-        rcall('RPUSH', input.waitKey, jobId)
-      end
-      run.freshEnded, run.deferred = true, true
-      return nil
-    end
-    -- A job in wait is no longer in flight: an earlier delivery of it that ended unreleased stops counting now.
-    freshJobTaken(jobId)
-    local fresh = { id = jobId, buckets = buckets, from = from, member = false, putBack = false }
-    run.fresh = fresh
-    return fresh
-  end
-
-  local function memberOf(job)
-    if not job.member then job.member = classMember(run.gen, job.buckets) end
-    return job.member
-  end
-
-  -- Jobs their worker put back (lua/markPutBack-2.lua) go first among their priority, as lifo jobs do. Whether
-  -- the queue has any is read once a run, when a fresh job first needs it (run.putBackExists).
-  local putBack = {}
-  function putBack.any()
-    if run.putBackExists == nil then run.putBackExists = rcall('EXISTS', input.putBackKey) == 1 end
-    return run.putBackExists
-  end
-  function putBack.has(jobId)
-    return putBack.any() and rcall('SISMEMBER', input.putBackKey, jobId) == 1
-  end
-  -- Takes the job's mark: whether it had one.
-  function putBack.take(jobId)
-    return putBack.any() and rcall('SREM', input.putBackKey, jobId) == 1
-  end
-
-  -- Sequence numbers handed out this run (see includes/jobOrder), stored once at the end.
-  local function freshOrder(job)
-    if job.order then return job.order end
-    local sequences = run.sequences
-    if not sequences then
-      local stored = rcall('HMGET', input.stateKey, 'fifo', 'lifo')
-      sequences = { fifo = tonumber(stored[1]) or 0, lifo = tonumber(stored[2]) or 0, fifoUsed = 0, lifoUsed = 0 }
-      run.sequences = sequences
-    end
-    -- Read only now: a job that goes at once needs neither.
-    local stored = rcall('HMGET', input.jobPrefix .. job.id, 'priority', 'opts')
-    local lifo = false
-    if stored[2] then
-      local ok, opts = pcall(cjson.decode, stored[2])
-      lifo = ok and type(opts) == 'table' and opts.lifo == true
-    end
-    local priority = tonumber(stored[1]) or 0
-    if lifo or job.putBack or putBack.has(job.id) then
-      sequences.lifoUsed = sequences.lifoUsed + 1
-      job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
-    else
-      sequences.fifoUsed = sequences.fifoUsed + 1
-      job.order = jobOrder(priority, false, sequences.fifo + sequences.fifoUsed)
-    end
-    return job.order
-  end
-
-  local function takeFresh()
-    local job = run.fresh
-    run.fresh = false
-    -- Its mark goes as it is taken; its order may be worked out after (when it is held).
-    if putBack.take(job.id) then job.putBack = true end
-    if job.from == 'prioritized' then
-      rcall('ZREM', input.prioritizedKey, job.id)
-    elseif job.from == 'wait' then
-      rcall('RPOP', input.waitKey)
-    end
-    return job
-  end
-
-  -- A fresh job that lacks room only in buckets whose room is on its way (includes/leasedRoom: a flowing
-  -- pool that ran dry, its refill asked for) stays first in bullmq's list, and fresh intake ends.
-  local function roomIsComing(job)
-    if not comingRoom then return false end
-    if run.someWaiting and placeJobs.waitingOnOf(input, run, memberOf(job)) and not comingRoom.askedSoon(memberOf(job)) then return false end
-    local lacking, costs = {}, {}
-    for i = 1, #job.buckets do
-      local source = roomSource(job.buckets[i])
-      if source == nil then return false end
-      if roomReturnsAtUs(source, job.buckets[i].cost) > 0 then
-        lacking[#lacking + 1] = source
-        costs[#lacking] = job.buckets[i].cost
-      end
-    end
-    if #lacking == 0 then return false end
-    if #lacking == 1 then comingRoom.lackedAlone(lacking[1]) end
-    for i = 1, #lacking do
-      if not comingRoom.soon(lacking[i], costs[i]) then return false end
-    end
-    if job.from == 'active' then
-      rcall('LREM', input.activeKey, 1, job.id)
-      rcall('RPUSH', input.waitKey, job.id)
-    end
-    -- The deposit wakes the slots; this is in case it never comes.
-    run.comingBackUs = run.now + 20000
-    return true
-  end
-
-  -- A job straight from wait: delivered when its buckets have room, else held in its class.
-  local function placeFresh(job)
-    local blockedOn = run.someWaiting and placeJobs.waitingOnOf(input, run, memberOf(job))
-    local fits, bucketsOrFull, fullAtUs
-    if not blockedOn then
-      fits, bucketsOrFull, fullAtUs = placeJobs.checkBuckets(run, job.buckets)
-      if fits == true then
-        placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active')
-        return
-      end
-    end
-    local member = memberOf(job)
-    if job.from == 'active' then rcall('LREM', input.activeKey, 1, job.id) end
-    run.freshHeld = run.freshHeld + 1
-    run.freshBudget = run.freshBudget - 1
-    placeJobs.file(input, run, member, job.id, freshOrder(job))
-    if fits == 'stale' then
-      rcall('SADD', input.staleKey, member)
-    elseif not blockedOn then
-      placeJobs.wait(input, run, member, freshOrder(job), bucketsOrFull, fullAtUs, job.id)
-    end
-  end
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
     local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-    local job = freshHead(entry == nil and classOrder == nil)
+    local job = freshJobs.head(input, run, entry == nil and classOrder == nil)
     local fromFresh = job ~= nil
     if fromFresh and (entry ~= nil or classOrder ~= nil) then
-      local first = freshOrder(job)
+      local first = freshJobs.order(input, run, job)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
-    if fromFresh and roomIsComing(job) then
+    if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
-      placeFresh(takeFresh())
+      freshJobs.place(input, run, freshJobs.take(input, run))
     elseif fromJobs then
       -- Takes the head from ready-jobs (includes/readyJobs: removed at the end).
       run.readyAt = run.readyAt + 2
@@ -315,11 +153,7 @@ local function takeJobs(input)
   readyJobs.removeTaken(input, run)
   saveRoom()
   if run.freshHeld ~= run.heldLeft then rcall('HINCRBY', input.stateKey, 'held', run.freshHeld - run.heldLeft) end
-  local sequences = run.sequences
-  if sequences then
-    if sequences.fifoUsed > 0 then rcall('HINCRBY', input.stateKey, 'fifo', sequences.fifoUsed) end
-    if sequences.lifoUsed > 0 then rcall('HINCRBY', input.stateKey, 'lifo', sequences.lifoUsed) end
-  end
+  freshJobs.saveSequences(input, run)
 
   local nextWakeUs, nextDelayedMs, stale, more = 0, 0, 0, 0
   if run.delivered < wanted then
