@@ -143,7 +143,7 @@ do
     local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', input.classStateKey, member)
     if waitedOn and keep == 0 and waitedOn == lacking then waitedOn = nil end
     if waitedOn then
-      -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
+      -- As the wake of a bucket's waiters does (includes/wakeDueBuckets), for this class alone.
       local waiters = waitersKey(input.queueBase, waitedOn)
       local order = rcall('ZSCORE', waiters, member)
       rcall('ZREM', waiters, member)

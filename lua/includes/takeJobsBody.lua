@@ -12,6 +12,12 @@
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
   room the grantor named has come, and comes only once they are asked for) }.
+  takeJobs below is the call's order of work: the slots (includes/slotTokens), the room source's start,
+  bullmq's delayed jobs and limiter, the wake of due buckets (includes/wakeDueBuckets); then the main loop,
+  which takes jobs in queue order from the held jobs of classes with room (includes/readyJobs), the heads of
+  woken classes and fresh jobs from wait (includes/freshJobs), and delivers or files each
+  (includes/placeJobs); then the reply. The parts are passed the call's input and the run's state (run)
+  rather than share main-chunk locals: Lua allows a chunk 200 locals, and these scripts include bullmq's Lua.
   Needs, defined by the including script: rcall; includes nowUs, intArg, schedulerKeys,
   throttleStatsNotes, jobOrder, classifyInLua, bullmqLine/queueLists and bullmq's getNextDelayedTimestamp,
   promoteDelayedJobs, getRateLimitTTL and prepareJobForProcessing (includes/takeJobsInput includes them all).

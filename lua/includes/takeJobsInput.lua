@@ -23,7 +23,7 @@ local input = {
   delayedKey = KEYS[5], metaKey = KEYS[6], pcKey = KEYS[7], markerKey = KEYS[8],
   readyJobsKey = KEYS[9], readyClassesKey = KEYS[10], wakeupsKey = KEYS[11], stateKey = KEYS[12],
   classesKey = KEYS[13], staleKey = KEYS[14], classStateKey = KEYS[15], removedHeldKey = KEYS[16],
-  -- KEYS[17], the put-back jobs (lua/markPutBack-2.lua): read by includes/takeJobsBody's putBack.
+  -- KEYS[17], the put-back jobs (lua/markPutBack-2.lua): read by includes/freshJobs' putBack.
   putBackKey = KEYS[17],
   limiterKey = KEYS[18], refusedKey = KEYS[19],
   jobPrefix = ARGV[1],
