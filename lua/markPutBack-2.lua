@@ -1,7 +1,7 @@
 --[[
   Marks a job its worker is putting back (its processor would have started too late: src/worker/lateStarts/startDeadlines.ts)
   before bullmq moves it from active to wait, so that whichever delivery meets it there places it first among its
-  priority again (includes/takeJobsBody, lua/classifyJobs-7.lua), as bullmq places a job its processor
+  priority again (includes/freshJobs, lua/classifyJobs-7.lua), as bullmq places a job its processor
   rate-limited, rather than behind the jobs held while it was out. Its room goes back after the move
   (lua/returnTokens-n.lua, lua/lateStartPutBack-n.lua): the job is in wait, first, before its class is woken.
 

@@ -53,7 +53,7 @@ local rcall = redis.call
 --- @include "includes/nodeIdentity"
 --- @include "includes/leasedRoom"
 
-local leaseArgsAt = 15 + K
+local leaseArgsAt = 15 + input.K
 local wantsLimit = tonumber(ARGV[leaseArgsAt])
 local returns = {}
 
@@ -62,11 +62,11 @@ local node
 do
   local POOL_GRACE_MS = 10000
   local depositNow = nowUs()
-  local nodeKey = queueBase .. ':node'
+  local nodeKey = input.queueBase .. ':node'
   local seen = checkNodeIdentity(nodeKey, math.floor(depositNow / 1000), ARGV[leaseArgsAt + 1])
   if seen == 'changed' then
-    for _, bucketId in ipairs(rcall('SMEMBERS', queueBase .. ':lease-pools')) do rcall('DEL', poolKey(queueBase, bucketId)) end
-    rcall('DEL', queueBase .. ':lease-pools')
+    for _, bucketId in ipairs(rcall('SMEMBERS', input.queueBase .. ':lease-pools')) do rcall('DEL', poolKey(input.queueBase, bucketId)) end
+    rcall('DEL', input.queueBase .. ':lease-pools')
     rcall('HDEL', nodeKey, 'whole')
   elseif seen == 'first' then
     rcall('HSET', nodeKey, 'whole', '1')
@@ -77,7 +77,7 @@ do
   local sameNode = ARGV[leaseArgsAt + 2] == node
   leaseArgs.refillBelow = tonumber(ARGV[leaseArgsAt + 3])
   local depositCount = tonumber(ARGV[leaseArgsAt + 4])
-  local currentGen = rcall('HGET', stateKey, 'gen') or ''
+  local currentGen = rcall('HGET', input.stateKey, 'gen') or ''
   leaseArgs.gen = currentGen
   -- The calling worker's concurrency (includes/leasedRoom): read before the deposits, which may wake classes.
   do
@@ -90,8 +90,8 @@ do
     -- room (what the grantor said of the bucket's room did not count this worker's jobs ending): as if the
     -- grantor had said now (includes/leasedRoom comingRoom.lookAgain).
     for i = 1, tonumber(ARGV[at]) do
-      rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), ARGV[at + i])
-      rcall('HSET', queueBase .. ':lease-room', ARGV[at + i], intArg(depositNow))
+      rcall('ZADD', input.wakeupsKey, 'XX', 'LT', intArg(depositNow), ARGV[at + i])
+      rcall('HSET', input.queueBase .. ':lease-room', ARGV[at + i], intArg(depositNow))
     end
   end
   for d = 0, depositCount - 1 do
@@ -99,75 +99,77 @@ do
     local member, requestUs, grantUs, nonce = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3]
     local count, roomInMs, lacking, refill = tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), ARGV[at + 6], ARGV[at + 7] == '1'
     local memberGen, buckets = parseClass(member)
-    local expiresUs = requestUs + leaseMs * 1000
+    local expiresUs = requestUs + input.leaseMs * 1000
     local keep = 0
     if count > 0 and sameNode and expiresUs > depositNow and memberGen == currentGen then
-      keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(queueBase, member)))
+      keep = refill and count or math.min(count, rcall('ZCARD', classJobsKey(input.queueBase, member)))
     end
     if count > 0 and (expiresUs <= depositNow or not sameNode) then
       for _, bucket in ipairs(buckets) do noteExpired(bucket.name, count * bucket.cost) end
     end
     for _, bucket in ipairs(buckets) do
-      local pool = poolKey(queueBase, bucket.id)
+      local pool = poolKey(input.queueBase, bucket.id)
       if keep > 0 and bucket.cost > 0 then
         -- One entry holds the grant's tokens for the bucket, its deliveries' cost there (includes/leasedRoom).
-        rcall('ZADD', pool, intArg(expiresUs), grantUs .. ':' .. leaseMs .. ':' .. nonce .. '#' .. keep * bucket.cost)
-        rcall('SADD', queueBase .. ':lease-pools', bucket.id)
+        rcall('ZADD', pool, intArg(expiresUs), grantUs .. ':' .. input.leaseMs .. ':' .. nonce .. '#' .. keep * bucket.cost)
+        rcall('SADD', input.queueBase .. ':lease-pools', bucket.id)
         -- The pool outlives its last token a while, so that a sweep finds (and counts) tokens that expired unspent.
         local ttl = math.ceil((expiresUs - depositNow) / 1000) + POOL_GRACE_MS
         if rcall('PTTL', pool) < ttl then rcall('PEXPIRE', pool, ttl) end
-        rcall('HDEL', queueBase .. ':lease-dry', bucket.id)
+        rcall('HDEL', input.queueBase .. ':lease-dry', bucket.id)
         -- Classes waiting on the bucket are looked at in this call (the wake below), not when it was due.
-        rcall('ZADD', wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
+        rcall('ZADD', input.wakeupsKey, 'XX', 'LT', intArg(depositNow), bucket.id)
       end
       -- Granted in part or not at all: once these tokens are spent, the bucket has room when the grantor said
       -- (the worker does not ask for the class before then either).
       if roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
-        rcall('HSET', queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
+        rcall('HSET', input.queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
       elseif keep > 0 then
-        rcall('HDEL', queueBase .. ':lease-room', bucket.id)
+        rcall('HDEL', input.queueBase .. ':lease-room', bucket.id)
       end
       if count > keep and bucket.cost > 0 then
         returns[#returns + 1] = bucket.id
         returns[#returns + 1] = grantUs
-        returns[#returns + 1] = leaseMs
+        returns[#returns + 1] = input.leaseMs
         returns[#returns + 1] = nonce .. '/x'
         returns[#returns + 1] = (count - keep) * bucket.cost
       end
     end
     -- A class the grantor had no room for leaves too: it waits for lease-room (its wakeup), and asks again
     -- (noteBlocked) when it finds no token then; meanwhile it is not among the classes asked for soon.
-    if keep > 0 or roomInMs ~= 0 then rcall('ZREM', queueBase .. ':lease-wants', member) end
+    if keep > 0 or roomInMs ~= 0 then rcall('ZREM', input.queueBase .. ':lease-wants', member) end
     -- Tokens came, or the grantor said which bucket lacks room until when: a class waiting on another bucket
     -- (one with no word from the grantor: it looks again every 50 ms) looks again now, and then waits on that.
-    local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', classStateKey, member)
+    local waitedOn = (keep > 0 or roomInMs > 0) and rcall('HGET', input.classStateKey, member)
     if waitedOn and keep == 0 and waitedOn == lacking then waitedOn = nil end
     if waitedOn then
-      -- As the wake of a bucket's waiters does (includes/takeJobsBody), for this class alone.
-      local waiters = waitersKey(queueBase, waitedOn)
+      -- As the wake of a bucket's waiters does (includes/wakeDueBuckets), for this class alone.
+      local waiters = waitersKey(input.queueBase, waitedOn)
       local order = rcall('ZSCORE', waiters, member)
       rcall('ZREM', waiters, member)
-      rcall('HDEL', classStateKey, member)
-      local held = rcall('ZCARD', classJobsKey(queueBase, member))
-      statsNotes.waiting(queueBase, parseBucketId(waitedOn), -held)
-      if held > 0 then rcall('HINCRBY', stateKey, 'blocked', -held) end
-      if order then rcall('ZADD', readyClassesKey, order, member) end
-      if rcall('EXISTS', waiters) == 0 then rcall('ZREM', wakeupsKey, waitedOn) end
+      rcall('HDEL', input.classStateKey, member)
+      local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
+      statsNotes.waiting(input.queueBase, parseBucketId(waitedOn), -held)
+      if held > 0 then rcall('HINCRBY', input.stateKey, 'blocked', -held) end
+      if order then rcall('ZADD', input.readyClassesKey, order, member) end
+      if rcall('EXISTS', waiters) == 0 then rcall('ZREM', input.wakeupsKey, waitedOn) end
     end
   end
 end
 
 --- @include "includes/takeJobsBody"
 
+local run = takeJobs(input)
+
 -- Classes waiting for tokens, first in queue order, with their held jobs (the worker leases for them).
 local lease = { expiredThisRun(), node, 0 }
 if wantsLimit > 0 then
-  local wants = rcall('ZRANGE', queueBase .. ':lease-wants', 0, wantsLimit - 1, 'WITHSCORES')
+  local wants = rcall('ZRANGE', input.queueBase .. ':lease-wants', 0, wantsLimit - 1, 'WITHSCORES')
   for i = 1, #wants, 2 do
     local member, refill = wants[i], wants[i + 1] == '0'
-    local held = rcall('ZCARD', classJobsKey(queueBase, member))
-    if parseClass(member) ~= gen or (held == 0 and not refill) then
-      rcall('ZREM', queueBase .. ':lease-wants', member)
+    local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
+    if parseClass(member) ~= run.gen or (held == 0 and not refill) then
+      rcall('ZREM', input.queueBase .. ':lease-wants', member)
     else
       -- A refill is leased for the slots asking and ahead, beyond the jobs its class holds now.
       if refill then held = -1 end
@@ -188,4 +190,4 @@ for i = 1, #spends, 2 do
   for _, field in ipairs(spends[i + 1]) do lease[#lease + 1] = field end
 end
 -- What each delivered job spent (includes/leasedRoom's roomTicketing), in the order of the reply's jobs.
-return { reply, lease, roomTicketing.tickets }
+return { run.reply, lease, roomTicketing.tickets }

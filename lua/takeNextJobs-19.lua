@@ -81,6 +81,7 @@ local rcall = redis.call
 --- @include "includes/exactRoom"
 --- @include "includes/takeJobsBody"
 
+local run = takeJobs(input)
 -- With a start deadline (ARGV[7] > 0): after the jobs, what each was counted in (includes/exactRoom's roomTicketing).
-if leaseMs > 0 then reply[REPLY_HEAD + 2 * delivered + 1] = roomTicketing.tickets end
-return reply
+if input.leaseMs > 0 then run.reply[run.REPLY_HEAD + 2 * run.delivered + 1] = roomTicketing.tickets end
+return run.reply

@@ -27,8 +27,8 @@ local exactRoomContext
 local function initRoom(ctx)
   exactRoomContext = ctx
   ctx.late = ctx.lateAfterUs > 0 and ctx.now > ctx.lateAfterUs
-  -- ARGV[15 + K] (lua/takeNextJobs-19.lua): the namespace's node identity the worker saw recorded.
-  ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', ARGV[15 + K])
+  -- ARGV[15 + K] (lua/takeNextJobs-19.lua; ctx.K: K, the lock tokens): the namespace's node identity the worker saw recorded.
+  ctx.hmax = noticeGrantorChange(ctx.throttlePrefix, ctx.nowMs, ctx.leaseMs, ctx.afterRestart == 'resume', ARGV[15 + ctx.K])
   -- Jobs counted in flight this run -> the counters they are in ({ key, bucket id, ... }), for the queue's index.
   -- (Fields of the run's context, not locals: the delivery scripts' main chunk is near Lua's 200.)
   ctx.inFlightJobs = {}

@@ -1,0 +1,121 @@
+--[[
+  Where a delivery call puts a job it looks at (includes/takeJobsBody): delivered when every bucket of its
+  class has room, else filed into its class's own list, the class waiting on one bucket (class-state, the
+  bucket's waiters, wakeups; includes/wakeDueBuckets wakes it). A class waits on the bucket whose room comes
+  back last: woken sooner, it would find another still full and wait again. The jobs of a waiting class that
+  come up later follow it into its list without a look at its buckets: the class waits, not each job.
+  Needs rcall, bullmq's prepareJobForProcessing and getRateLimitTTL, and the room source (roomSource,
+  roomReturnsAtUs, spendRoom, noteBlocked, roomTicketing: see includes/takeJobsBody). Each function is
+  passed the call's input (includes/takeJobsInput) and the run's state (run, includes/takeJobsBody's
+  takeJobs) it reads and counts in. Defines placeJobs: checkBuckets, checkClass, deliver, wait, file,
+  readAnyWaiting and waitingOnOf (fields, not locals: a script's main chunk holds at most 200).
+]]
+--- @include "intArg"
+--- @include "schedulerKeys"
+--- @include "throttleStatsNotes"
+
+local placeJobs = {}
+
+-- true and the buckets when every one has room, or nil and the bucket to wait on (with when it has
+-- room; the one whose room comes last), or 'stale' (checkClass: a class of an older generation).
+-- A throttle whose limits are not there (its node lost them and nobody has published them again yet, or no
+-- live worker declares it any more) holds the class as a full bucket would, looked at again a second later:
+-- the workers publish the limits again with their next registration, and a class whose throttles changed
+-- meanwhile is then of an older generation (stale, reclaimed). Such a class marked stale while its generation
+-- was still current was left in no list at all, its jobs held for good.
+function placeJobs.checkBuckets(run, buckets)
+  local fullBucket, fullAtUs = nil, 0
+  for i = 1, #buckets do
+    local source = roomSource(buckets[i])
+    if source == nil then return nil, buckets[i], run.now + 1000000 end
+    local roomAt = roomReturnsAtUs(source, buckets[i].cost)
+    if roomAt > fullAtUs then fullAtUs, fullBucket = roomAt, buckets[i] end
+  end
+  if fullBucket then return nil, fullBucket, fullAtUs end
+  return true, buckets
+end
+
+function placeJobs.checkClass(run, member)
+  local memberGen, buckets = parseClass(member)
+  if memberGen ~= run.gen then return 'stale' end
+  return placeJobs.checkBuckets(run, buckets)
+end
+
+-- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
+-- inActive: it is at the head of active already.
+function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
+  if held and rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
+    -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
+    if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
+    run.dropped = run.dropped + 1
+    return false
+  end
+  if held then run.heldLeft = run.heldLeft + 1 end
+  for i = 1, #buckets do
+    -- Loaded by checkBuckets: this finds it in the room source's cache.
+    spendRoom(roomSource(buckets[i]), not held, jobId, buckets[i].cost)
+    statsNotes.delivered(buckets[i])
+  end
+  roomTicketing.delivered(jobId)
+  if not inActive then rcall('LPUSH', input.activeKey, jobId) end
+  local delivered, lockOpts = run.delivered, run.lockOpts
+  lockOpts.token = run.tokens[delivered + 1]
+  local prepared = prepareJobForProcessing(input.jobPrefix, input.limiterKey, input.eventsKey, jobId, run.nowMsArg, run.limiterMax, run.limiterMs, input.markerKey, lockOpts)
+  local reply, at = run.reply, run.REPLY_HEAD + 2 * delivered
+  reply[at + 1] = jobId
+  reply[at + 2] = prepared[1]
+  run.delivered = delivered + 1
+  -- bullmq's limiter took this delivery: once full, nothing more goes.
+  if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
+  return true
+end
+
+-- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
+-- that waits again (false) brings no new ones.
+function placeJobs.wait(input, run, member, order, bucket, atUs, filedJob)
+  rcall('HSET', input.classStateKey, member, bucket.id)
+  rcall('ZADD', waitersKey(input.queueBase, bucket.id), intArg(order), member)
+  -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier
+  -- time the bucket has stays: classes of other costs wait on it too, and a cheaper one may fit sooner.
+  rcall('ZADD', input.wakeupsKey, 'LT', intArg(atUs), bucket.id)
+  noteBlocked(member, order, bucket, atUs)
+  local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
+  statsNotes.waiting(input.queueBase, bucket, held)
+  if filedJob then statsNotes.started(input.queueBase, bucket, member, filedJob, run.nowMsArg) end
+  rcall('HINCRBY', input.stateKey, 'blocked', held)
+  run.waitingOn[member] = bucket.id
+  run.someWaiting = true
+end
+
+-- Moves a ready job into its class's own list (its class waits on a bucket, or is stale); the caller
+-- removes it from ready-jobs.
+function placeJobs.file(input, run, member, jobId, order)
+  rcall('ZADD', classJobsKey(input.queueBase, member), intArg(order), jobId)
+  rcall('SADD', input.classesKey, member)
+  local bucketId = run.waitingOn[member]
+  if bucketId then
+    -- A job ahead of the class's first (a higher priority) moves the class up among the bucket's waiters.
+    rcall('ZADD', waitersKey(input.queueBase, bucketId), 'XX', 'LT', intArg(order), member)
+    local bucket = parseBucketId(bucketId)
+    statsNotes.waiting(input.queueBase, bucket, 1)
+    statsNotes.started(input.queueBase, bucket, member, jobId, run.nowMsArg)
+    rcall('HINCRBY', input.stateKey, 'blocked', 1)
+  end
+end
+
+-- Classes wait on buckets rarely: with none waiting, no job's class needs looking up (someWaiting turns
+-- true once one waits in this run).
+function placeJobs.readAnyWaiting(input, run)
+  run.anyWaiting = rcall('HLEN', input.classStateKey) > 0
+  run.someWaiting = run.anyWaiting
+end
+
+-- The bucket id the class waits on, or false: read once a run (run.waitingOn), and only if any class waits.
+function placeJobs.waitingOnOf(input, run, member)
+  local blockedOn = run.waitingOn[member]
+  if blockedOn ~= nil then return blockedOn end
+  if not run.anyWaiting then return false end
+  blockedOn = rcall('HGET', input.classStateKey, member) or false
+  run.waitingOn[member] = blockedOn
+  return blockedOn
+end
