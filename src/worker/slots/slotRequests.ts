@@ -120,6 +120,17 @@ export class SlotRequests {
     if (this.parked.size > 0) this.parked.wake();
   }
 
+  /**
+   * The call's reply names when to look again (it left slots waiting, or every job there is was looked at) with
+   * nothing left to look at but what waits for room: the next fetches may wait for it unasked (submit).
+   */
+  private noteRoomReturn(reply: TakeReply): void {
+    if (reply.more || reply.unclassified > 0 || reply.rateLimitMs > 0) return;
+    const localNow = Date.now();
+    const next = nextLookLocalMs(reply, localNow);
+    if (next !== undefined && next > localNow) this.roomReturnsAt = performance.now() + (next - localNow);
+  }
+
   /** A slot's next fetch may wait here: one slot at least is left to bullmq's main loop, which takes jobs of any bucket. */
   private mayParkNext(): boolean {
     return !this.context.closed() && this.context.mayWait()
@@ -175,6 +186,7 @@ export class SlotRequests {
         if (reply.more && pending.length > 0 && round < 3) continue;
         break;
       }
+      if (reply) this.noteRoomReturn(reply);
       this.waitOrHandBack(pending, reply);
     } catch (error) {
       // The backoff counts from when the call went out: in a failover ioredis itself spends up to ~1.6 s on a
@@ -205,10 +217,6 @@ export class SlotRequests {
     let parkedNext = this.parked.count((request) => request.kind === 'next');
     const mayParkNext = Math.max(0, this.context.concurrency() - 1);
     const mayWait = !this.context.closed() && this.context.mayWait() && !(reply && reply.rateLimitMs > 0);
-    // Nothing left to look at but what waits for room: the next fetches may wait for it unasked (submit).
-    if (reply && roomInMs !== undefined && roomInMs > 0 && !reply.more && reply.unclassified === 0 && reply.rateLimitMs === 0) {
-      this.roomReturnsAt = performance.now() + roomInMs;
-    }
     const none: Partial<Record<DeliveryRequest['kind'], unknown[]>> = {};
     for (const p of pending) {
       const request = p.request;
