@@ -72,9 +72,9 @@ export class SlotRequests {
   /**
    * When room returns (performance.now() ms), as the last call that left slots waiting said, until a call finds
    * a job again or parked slots are woken (0: not known). A slot's next fetch that comes meanwhile, room due
-   * within UNASKED_WAIT_MS, waits with them without a call: at a binding limit each completion's fetch otherwise
-   * made a call that found the room taken (two in three of ten queues' delivery calls sharing a limit brought
-   * nothing), and parked with them all the same.
+   * within UNASKED_WAIT_MS, waits with them without a call: the call would find nothing the last one did not
+   * see (at a binding limit shared by ten queues, about half the delivery calls brought nothing), and would
+   * park with them all the same.
    */
   private roomReturnsAt = 0;
 
