@@ -6,13 +6,12 @@ import { promisify } from 'node:util';
 import { Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { findRedisServerBinary, startLocalRedisServer } from '../src/devRedis/localRedisServer';
-import { Key } from '../src/declarations/Key';
-import { Throttle } from '../src/declarations/Throttle';
 import { ThrottledWorker } from '../src/worker/ThrottledWorker';
 import { addBacklog, BullmqRig, waitUntil } from './support/bullmqRig';
 import { commandsCalled, redisCpuDelta, redisCpuSnapshot } from './support/redisCpu';
 import { round } from './support/summary';
 import type { Benchmark, Row } from './types';
+import { CUSTOMERS, NEVER_BINDING_THROTTLES } from './workerThroughput';
 
 const run = promisify(execFile);
 
@@ -21,18 +20,13 @@ const JOBS = Number(process.env.BENCH_CALLGRIND_JOBS ?? 2000);
 // Jobs before the count starts and after it ends (the worker's start-up, its last batches).
 const WARMUP_JOBS = 300;
 const CONCURRENCY = 50;
-const CUSTOMERS = 1000;
 const DRAIN_TIMEOUT_MS = 600_000;
 // Under callgrind a call takes some 50 times longer: with the default h (auto in exact delivery, 100 ms leased) many
 // deliveries miss their start deadline or lease, and what their returns cost swamps what a delivery costs. A lease
 // no call outlasts there shows a delivery's own cost; the auto case shows what late starts add.
 const SLOW_LEASE_MS = 1000;
-
-// workerThroughput's throttles: neither ever refuses, so every case delivers the same jobs the same way.
-const THROTTLES = [
-  Throttle.named('all').limit(10_000_000, '1s'),
-  Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000_000, '1s'),
-];
+// workerThroughput's throttles and jobs: neither throttle ever refuses, so every case delivers the same jobs the same way.
+const THROTTLES = NEVER_BINDING_THROTTLES;
 
 export interface InstructionCase {
   readonly name: string;

@@ -10,7 +10,8 @@ import { round, summarize } from './support/summary';
 import type { Benchmark, BenchmarkContext, Row } from './types';
 
 const JOBS = 20_000;
-const CUSTOMERS = 1000;
+/** Customers the jobs' data names (the keyed throttle's buckets); redisInstructions drains the same jobs. */
+export const CUSTOMERS = 1000;
 const CONCURRENCY = 50;
 // For comparison only (the target is at CONCURRENCY): with more slots, a ThrottledWorker's batches are larger.
 const MORE_CONCURRENCY = 100;
@@ -20,8 +21,8 @@ const RUNS = 5;
 const TARGET_RATIO = 0.75;
 const DRAIN_TIMEOUT_MS = 180_000;
 
-// Limits that never bind: 20,000 jobs stay far below 10,000,000/1s overall and 1,000,000/1s per customer.
-const THROTTLES = [
+/** Limits that never bind: 20,000 jobs stay far below 10,000,000/1s overall and 1,000,000/1s per customer. */
+export const NEVER_BINDING_THROTTLES = [
   Throttle.named('all').limit(10_000_000, '1s'),
   Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000_000, '1s'),
 ];
@@ -61,7 +62,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
     const options = { connection: rig.connection, prefix: rig.prefix, concurrency };
     const worker: Worker = rig.track(kind === 'plain'
       ? new Worker('throughput', processor, options)
-      : new ThrottledWorker('throughput', processor, { ...options, throttles: THROTTLES, ...(process.env.BENCH_LEASE_MS ? { leaseMs: Number(process.env.BENCH_LEASE_MS) } : {}) }));
+      : new ThrottledWorker('throughput', processor, { ...options, throttles: NEVER_BINDING_THROTTLES, ...(process.env.BENCH_LEASE_MS ? { leaseMs: Number(process.env.BENCH_LEASE_MS) } : {}) }));
     worker.on('completed', () => { if (++completed === JOBS) last = performance.now(); });
     worker.on('failed', () => { failed++; });
     await waitUntil(() => completed >= JOBS || failed > 0 || rig.errors.length > 0, DRAIN_TIMEOUT_MS,

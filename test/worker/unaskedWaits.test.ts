@@ -74,21 +74,19 @@ describe('unasked waits: fetches wait for room a call already named', () => {
   });
 
   it('asks Redis when room may return unseen (a concurrency), or later than UNASKED_WAIT_MS', async () => {
-    const withConcurrency = slots([reply(0, 10)], false);
-    void withConcurrency.ask('w:1', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
-    void withConcurrency.ask('w:2', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(withConcurrency.calls).toHaveLength(2);
-    withConcurrency.requests.stop();
-
-    const far = slots([reply(0, UNASKED_WAIT_MS + 30)]);
-    void far.ask('w:1', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
-    void far.ask('w:2', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(far.calls).toHaveLength(2);
-    far.requests.stop();
+    // Two next fetches after a call that left the first waiting: how many calls they made.
+    const callsForTwo = async (roomInMs: number, roomReturnsOnlyWithTime: boolean) => {
+      const { requests, calls, ask } = slots([reply(0, roomInMs)], roomReturnsOnlyWithTime);
+      for (const token of ['w:1', 'w:2']) {
+        void ask(token, 'next');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      requests.stop();
+      return calls.length;
+    };
+    expect(await callsForTwo(10, false)).toBe(2);
+    expect(await callsForTwo(UNASKED_WAIT_MS + 30, true)).toBe(2);
+    expect(await callsForTwo(10, true)).toBe(1);
   });
 
   it('a call that finds room ends what the last one said: the next fetch asks again', async () => {
