@@ -39,18 +39,24 @@ function slots(answers: TakeReply[], roomReturnsOnlyWithTime = true) {
 }
 
 const hasJob = (answer: unknown[]) => Boolean(answer[0]);
+// The clock is jest's (performance.now, Date, timers): a loaded machine's pauses cannot move room's moment past a fetch.
+const tick = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
 
 describe('unasked waits: fetches wait for room a call already named', () => {
+  beforeEach(() => { jest.useFakeTimers(); });
+  afterEach(() => { jest.useRealTimers(); });
+
   it("a slot's next fetch waits with the parked ones, without a call, and is served when room returns", async () => {
     // A call that leaves its slot waiting: room returns in 10 ms.
     const { requests, calls, ask } = slots([reply(0, 10), reply(2, 0)]);
     const first = ask('w:1', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
+    await tick();
     expect(calls).toHaveLength(1);
     // Within UNASKED_WAIT_MS of room: no call, it waits for the same moment.
     const second = ask('w:2', 'next');
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await tick(2);
     expect(calls).toHaveLength(1);
+    await tick(10);
     const answers = await Promise.all([first, second]);
     // One call when room returned, for both.
     expect(calls).toEqual([['w:1'], ['w:1', 'w:2']]);
@@ -61,7 +67,7 @@ describe('unasked waits: fetches wait for room a call already named', () => {
   it("bullmq's main loop is told when room returns, without a call", async () => {
     const { requests, calls, ask } = slots([reply(0, 10)]);
     void ask('w:1', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
+    await tick();
     const before = Date.now();
     const answer = await ask('w:2', 'fetch', true);
     expect(calls).toHaveLength(1);
@@ -79,7 +85,7 @@ describe('unasked waits: fetches wait for room a call already named', () => {
       const { requests, calls, ask } = slots([reply(0, roomInMs)], roomReturnsOnlyWithTime);
       for (const token of ['w:1', 'w:2']) {
         void ask(token, 'next');
-        await new Promise((resolve) => setImmediate(resolve));
+        await tick();
       }
       requests.stop();
       return calls.length;
@@ -92,7 +98,7 @@ describe('unasked waits: fetches wait for room a call already named', () => {
   it('a call that finds room ends what the last one said: the next fetch asks again', async () => {
     const { requests, calls, ask } = slots([reply(0, 10), reply(1, 0), reply(1, 0)]);
     const first = ask('w:1', 'next');
-    await new Promise((resolve) => setImmediate(resolve));
+    await tick();
     // Woken early (a job was found, tokens came): they look again at once, and find room.
     requests.wakeParked();
     expect(hasJob(await first)).toBe(true);
