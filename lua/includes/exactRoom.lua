@@ -84,9 +84,29 @@ end
 -- ends "~<L>" (its windows' lease, to give them back), and the job's deadline is the least lease that counted
 -- it: "<D>#" first when that is not h. The record's hmax (includes/grantorRecovery) takes L, so that a
 -- failover's recovery counts these tokens for as long.
--- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order, parts, windowed, the
--- rates' deadline (rateH) and the windows' least lease (windowL) by job, the longest lease used, delivered().
-local roomTicketing = { tickets = {}, parts = {}, windowed = {}, rateH = {}, windowL = {}, longestL = 0, LONG_LEASE_MS = 250 }
+-- One local (the delivery scripts' main chunk is near Lua's 200): tickets in order; the job being counted (a
+-- job's buckets are spent one after another, then its ticket is taken: placeJobs.deliver), with its ticket so far
+-- (text), whether a window or a rate with a lease counted it (windowed), the windows' least lease (windowL) and
+-- the rates' deadline (rateH); the longest lease used; partOf, delivered().
+local roomTicketing = { tickets = {}, job = {}, longestL = 0, LONG_LEASE_MS = 250 }
+
+-- A bucket's part of a ticket but for its rate's TATs: the same for every job of the run at one cost (the
+-- bucket's lease is the run's), so it is built once per bucket and cost (counters.ticketParts).
+function roomTicketing.partOf(counters, cost, lease)
+  local byCost = counters.ticketParts
+  if byCost == nil then
+    byCost = {}
+    counters.ticketParts = byCost
+  end
+  local part = byCost[cost]
+  if part == nil then
+    local windows = {}
+    for i = 1, #counters do windows[i] = counters[i].g.windowMs end
+    part = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',') .. (lease ~= exactRoomContext.leaseMs and ('~' .. lease) or '')
+    byCost[cost] = part
+  end
+  return part
+end
 
 -- The lease this run counts the bucket's windows with: h, or the longer one while the bucket is far from full.
 function roomTicketing.leaseFor(counters, cost)
@@ -114,24 +134,18 @@ local function spendRoom(counters, fresh, jobId, cost)
   local rateBefore = rate and rate.tat
   addBucketTokens(counters, cost, lease)
   if exactRoomContext.leaseMs > 0 then
-    local windows = {}
-    for i = 1, #counters do windows[i] = counters[i].g.windowMs end
-    local parts = roomTicketing.parts[jobId]
-    if not parts then
-      parts = {}
-      roomTicketing.parts[jobId] = parts
-    end
-    parts[#parts + 1] = counters.bucketId .. '$' .. cost .. '@' .. table.concat(windows, ',') .. (lease ~= exactRoomContext.leaseMs and ('~' .. lease) or '')
-      .. (rate and ('*' .. intArg(rateBefore) .. ':' .. intArg(rate.tat)) or '')
+    local job = roomTicketing.job
+    if job.id ~= jobId then job.id, job.text, job.windowed, job.windowL, job.rateH = jobId, nil, false, nil, nil end
+    local part = roomTicketing.partOf(counters, cost, lease)
+    if rate then part = part .. '*' .. intArg(rateBefore) .. ':' .. intArg(rate.tat) end
+    job.text = job.text and (job.text .. '|' .. part) or part
     if #counters > 0 then
-      roomTicketing.windowed[jobId] = true
-      local least = roomTicketing.windowL[jobId]
-      if least == nil or lease < least then roomTicketing.windowL[jobId] = lease end
+      job.windowed = true
+      if job.windowL == nil or lease < job.windowL then job.windowL = lease end
     end
     if rate and rate.leaseMs > 0 then
-      roomTicketing.windowed[jobId] = true
-      local h = roomTicketing.rateH[jobId]
-      if h == nil or rate.leaseMs < h then roomTicketing.rateH[jobId] = rate.leaseMs end
+      job.windowed = true
+      if job.rateH == nil or rate.leaseMs < job.rateH then job.rateH = rate.leaseMs end
     end
   end
   local inFlight = counters.inFlight
@@ -176,11 +190,14 @@ end
 function roomTicketing.delivered(jobId)
   -- Without a deadline (h 0) nothing reads tickets: the delivery script does no more than it did.
   if exactRoomContext.leaseMs <= 0 then return end
-  local parts = roomTicketing.windowed[jobId] and roomTicketing.parts[jobId]
-  -- The job's deadline: the least lease that counted it, its windows' or a rate's.
-  local least = roomTicketing.windowL[jobId] or exactRoomContext.leaseMs
-  local rateH = roomTicketing.rateH[jobId]
-  if rateH and rateH < least then least = rateH end
-  local deadline = least ~= exactRoomContext.leaseMs and (least .. '#') or ''
-  roomTicketing.tickets[#roomTicketing.tickets + 1] = parts and (deadline .. table.concat(parts, '|')) or ''
+  local job = roomTicketing.job
+  local ticket = ''
+  if job.id == jobId and job.windowed then
+    -- The job's deadline: the least lease that counted it, its windows' or a rate's.
+    local least = job.windowL or exactRoomContext.leaseMs
+    if job.rateH and job.rateH < least then least = job.rateH end
+    ticket = (least ~= exactRoomContext.leaseMs and (least .. '#') or '') .. job.text
+  end
+  job.id = nil
+  roomTicketing.tickets[#roomTicketing.tickets + 1] = ticket
 end
