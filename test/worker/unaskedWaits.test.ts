@@ -20,6 +20,7 @@ function reply(jobs: number, roomInMs: number): TakeReply {
 
 function slots(answers: TakeReply[], roomReturnsOnlyWithTime = true) {
   const calls: string[][] = [];
+  const drained: number[] = [];
   const server: SlotServer = {
     flushCompletions: () => undefined,
     take: async (tokens) => {
@@ -32,10 +33,10 @@ function slots(answers: TakeReply[], roomReturnsOnlyWithTime = true) {
   const failures = { deliverySucceeded: () => undefined, deliveryFailed: () => 0, report: () => undefined } as unknown as GateFailures;
   const requests = new SlotRequests({
     started: Promise.resolve(server), closed: () => false, mayWait: () => true, concurrency: () => 4, maxBatch: () => 64,
-    emitDrained: () => undefined, wakeBullmq: async () => undefined, failures, roomReturnsOnlyWithTime: () => roomReturnsOnlyWithTime,
+    emitDrained: () => { drained.push(calls.length); }, wakeBullmq: async () => undefined, failures, roomReturnsOnlyWithTime: () => roomReturnsOnlyWithTime,
   });
   const ask = (token: string, kind: DeliveryRequest['kind'], mainLoop = false) => requests.submit({ token, name: 'n', kind, waits: 0, mainLoop });
-  return { requests, calls, ask };
+  return { requests, calls, ask, drained };
 }
 
 const hasJob = (answer: unknown[]) => Boolean(answer[0]);
@@ -64,14 +65,21 @@ describe('unasked waits: fetches wait for room a call already named', () => {
     requests.stop();
   });
 
-  it("bullmq's main loop is told when room returns, without a call", async () => {
-    const { requests, calls, ask } = slots([reply(0, 10)]);
+  it("bullmq's main loop is told when room returns, without a call, and `drained` owed since a pass comes with it", async () => {
+    const { requests, calls, ask, drained } = slots([reply(1, 0), reply(0, 10)]);
+    // The main loop's fetch brings a job; its next is a pass (no call, no `drained` yet: bullmq holds jobs to start).
+    expect(hasJob(await ask('w:0', 'fetch', true))).toBe(true);
+    expect(hasJob(await ask('w:0', 'fetch', true))).toBe(false);
+    expect(drained).toEqual([]);
     void ask('w:1', 'next');
     await tick();
+    expect(calls).toHaveLength(2);
     const before = Date.now();
     const answer = await ask('w:2', 'fetch', true);
-    expect(calls).toHaveLength(1);
+    expect(calls).toHaveLength(2);
     expect(hasJob(answer)).toBe(false);
+    // As after a call that found nothing: the `drained` the pass held back.
+    expect(drained).toEqual([2]);
     // raw2NextJobData: [job, id, rateLimitDelay, delayUntil]; delayUntil is when room returns, on this clock.
     const delayUntil = Number(answer[3]);
     expect(delayUntil).toBeGreaterThan(before);

@@ -35,7 +35,7 @@ export interface SlotRequestsContext {
   wakeBullmq(): Promise<void>;
   /**
    * True while nothing this process cannot see makes room return sooner than a call said: exact delivery, and
-   * no throttle of the queue with a concurrency (a job's end frees its room at once). See RoomWait.
+   * no throttle of the queue with a concurrency (a job's end frees its room at once). See SlotRequests.roomReturnsAt.
    */
   roomReturnsOnlyWithTime(): boolean;
   readonly failures: GateFailures;
@@ -100,6 +100,11 @@ export class SlotRequests {
     // wakes it sooner, and is looked at once room is due, at most UNASKED_WAIT_MS later than a call would have).
     const untilRoomMs = this.roomReturnsAt - performance.now();
     if (untilRoomMs > 0 && untilRoomMs <= UNASKED_WAIT_MS && !this.context.closed() && this.context.mayWait() && this.context.roomReturnsOnlyWithTime()) {
+      // As after a call that found nothing: `drained`, owed since a pass, is emitted now.
+      if (this.drainedOwed) {
+        this.drainedOwed = false;
+        this.context.emitDrained();
+      }
       return Promise.resolve(raw2NextJobData([0, 0, 0, this.wakeBullmqAt(Date.now() + untilRoomMs)]));
     }
     return this.batcher.submit(request).then((answer) => {
