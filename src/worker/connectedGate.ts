@@ -17,6 +17,7 @@ import { HeldJobRelease } from '../queueState/heldJobRelease';
 import { GatedQueue } from '../bullmq/BullmqAdapter';
 import { GateFailures } from './gateFailures';
 import { watchConnection } from './watchConnection';
+import { reviveEndedConnection } from '../redis/reviveEndedConnection';
 import { warnIfEvicting } from '../redis/evictionPolicyWarning';
 import { assertWaitAllowed } from '../redis/ReplicaConfirmation';
 import { NamespaceCheck } from './declarations/namespaceCheck';
@@ -177,6 +178,8 @@ export class ConnectedGate implements SlotServer {
     await assertWaitAllowed(this.client);
     logger.info({ queue, workerId: this.gate.workerId, throttles: throttles.map((t) => t.name) }, 'throttle declarations registered');
     watchConnection(this.client, logger, queue);
+    reviveEndedConnection(this.client, logger, queue, () => !this.gate.closed());
+    if (this.grantorConnection) reviveEndedConnection(this.grantorConnection.client, logger, queue, () => !this.gate.closed());
     this.gate.failures.recovered('registering throttle declarations');
     void warnIfEvicting(this.client, logger);
   }

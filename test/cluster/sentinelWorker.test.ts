@@ -1,6 +1,10 @@
 import { RedisSentinel, startRedisSentinel } from '../support/redisSentinel';
 import { describeVerdict, FailoverLoad, verdict } from '../support/failoverLoad';
-import { sleep } from '../support/waitUntil';
+import { Queue } from 'bullmq';
+import { Throttle, ThrottledWorker } from '../../src';
+import { uniquePrefix } from '../support/redis';
+import { newSentinelClient } from '../support/sentinelClient';
+import { sleep, waitUntil, done, notYet } from '../support/waitUntil';
 
 // Issue 11, Sentinel: a ThrottledWorker on an ioredis Sentinel connection ({ sentinels, name }) and a plain bullmq
 // Worker side by side under the same steady load, while the master fails over (SENTINEL FAILOVER). With the client
@@ -73,3 +77,37 @@ test('with failoverDetector and reconnectOnError(READONLY): across SENTINEL FAIL
 test("with ioredis's defaults: no job whose processor returned fails, no unhandled rejection (writes to the old master are lost)", async () => {
   await underSentinelFailover('defaults', false);
 }, 110_000);
+
+test('a connection ioredis ends mid-reconnect (its failover detector disconnects while it asks the sentinels): the worker connects it again and delivery goes on', async () => {
+  const prefix = uniquePrefix('revive');
+  const name = 'orders';
+  const client = newSentinelClient(setup, { failoverDetector: true });
+  const producer = newSentinelClient(setup);
+  const queue = new Queue(name, { connection: producer, prefix });
+  const completed: string[] = [];
+  const worker = new ThrottledWorker(name, async () => 'ok', { connection: client, prefix, concurrency: 5, throttles: [Throttle.named('api').limit(100, '1s')] });
+  worker.on('error', () => undefined);
+  worker.on('completed', (job) => { completed.push(job.id!); });
+  try {
+    await worker.waitUntilReady();
+    await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'call', data: { i } })));
+    await waitUntil('the first jobs to complete', async () => (completed.length === 5 ? done(undefined) : notYet(`${completed.length} of 5`)), { timeoutMs: 20_000 });
+
+    // What ioredis's FailoverDetector does on +switch-master, at the moment the race needs: the client is
+    // reconnecting and asking the sentinels for the master (redis/ioredis#1683).
+    const statuses: string[] = [];
+    client.on('end', () => statuses.push('end'));
+    client.once('connecting', () => (client as unknown as { connector: { disconnect(): void } }).connector.disconnect());
+    client.disconnect(true);
+    await waitUntil('ioredis to end the client', async () => (statuses.includes('end') ? done(undefined) : notYet(client.status)), { timeoutMs: 10_000 });
+
+    await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'call', data: { i: 5 + i } })));
+    await waitUntil('the jobs added after to complete', async () => (completed.length === 10 ? done(undefined) : notYet(`${completed.length} of 10, client ${client.status}`)), { timeoutMs: 30_000 });
+    expect(client.status).toBe('ready');
+  } finally {
+    await worker.close();
+    await queue.close();
+    client.disconnect();
+    producer.disconnect();
+  }
+}, 60_000);
