@@ -7,6 +7,7 @@ import { addBacklog, BullmqRig, waitUntil } from './support/bullmqRig';
 import { loadNote } from './support/loadNote';
 import { commandsCalled, redisCpuDelta, redisCpuSnapshot } from './support/redisCpu';
 import { round } from './support/summary';
+import { describeScriptTimes, readScriptTimes, ScriptTime, slowlogWanted, startScriptTimes } from './support/scriptTimes';
 import type { Benchmark, BenchmarkContext, Row } from './types';
 
 /**
@@ -40,7 +41,16 @@ interface Drain {
   commandsPerJob: number;
   mostInWindow: number;
   topCommands: string;
+  /** INFO commandstats evalsha usec a job: time inside scripts (bullmq's and ours, their commands included). */
+  scriptUsPerJob: number;
+  /** Deliveries put back for a processor that would have started late, a job. */
+  putBackPerJob: number;
+  /** With BENCH_SLOWLOG=1: Redis time per script (support/scriptTimes). */
+  scriptTimes: ScriptTime[];
 }
+
+/** SLOWLOG reconfigures the server and slows it: only on the benchmark's own redis-server. */
+const SLOWLOG = slowlogWanted() && !process.env.REDIS_URL;
 
 async function drain(context: BenchmarkContext, testCase: Case, kind: Kind, index: number): Promise<Drain> {
   const rig = new BullmqRig(context.redisUrl, `${context.prefix}-${kind}-${index}`, context.redis);
@@ -54,6 +64,7 @@ async function drain(context: BenchmarkContext, testCase: Case, kind: Kind, inde
     const processor = async (): Promise<void> => { starts.push(performance.timeOrigin + performance.now()); };
     const throttles = [Throttle.named('shared').limit(testCase.max, '1s')];
     const throttledWorkers: ThrottledWorker[] = [];
+    if (SLOWLOG) await startScriptTimes(context.redis);
     const before = await redisCpuSnapshot(context.redis);
     for (const name of names) {
       for (let w = 0; w < testCase.workersPerQueue; w++) {
@@ -69,6 +80,7 @@ async function drain(context: BenchmarkContext, testCase: Case, kind: Kind, inde
     await waitUntil(() => completed >= total || rig.errors.length > 0, DRAIN_TIMEOUT_MS, `${kind} ${testCase.label} to complete ${total} jobs (so far ${completed})`, 50)
       .finally(() => clearInterval(progress));
     const redis = redisCpuDelta(before, await redisCpuSnapshot(context.redis));
+    const scriptTimes = SLOWLOG ? await readScriptTimes(context.redis) : [];
     rig.assertNoErrors(`${kind} ${testCase.label}`);
     return {
       jobs: total,
@@ -77,6 +89,9 @@ async function drain(context: BenchmarkContext, testCase: Case, kind: Kind, inde
       evalshaCallsPerJob: redis.evalshaCalls / total,
       commandsPerJob: commandsCalled(redis) / total,
       mostInWindow: mostInAnyWindow(starts, 1_000),
+      scriptUsPerJob: redis.evalshaUsec / total,
+      putBackPerJob: putBack() / total,
+      scriptTimes,
       topCommands: Object.entries(redis.calls).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([name, calls]) => `${name} ${(calls / total).toFixed(2)}`).join(', '),
     };
   } finally {
@@ -95,7 +110,8 @@ export const bindingLimit: Benchmark = {
       const plain = await drain(context, testCase, 'plain', index++);
       const throttled = await drain(context, testCase, 'throttled', index++);
       for (const [kind, result] of [['plain', plain], ['throttled', throttled]] as const) {
-        context.log(`  ${testCase.label}, ${kind}: ${Math.round(result.jobsPerSecond)} jobs/s, Redis CPU ${result.redisCpuUsPerJob.toFixed(1)} µs/job; per job: ${result.topCommands}`);
+        context.log(`  ${testCase.label}, ${kind}: ${Math.round(result.jobsPerSecond)} jobs/s, Redis CPU ${result.redisCpuUsPerJob.toFixed(1)} µs/job (in scripts ${result.scriptUsPerJob.toFixed(1)}), put back ${result.putBackPerJob.toFixed(3)}; per job: ${result.topCommands}`);
+        for (const line of describeScriptTimes(result.scriptTimes, result.jobs)) context.log(`    ${line}`);
       }
       const ratio = round(throttled.redisCpuUsPerJob / plain.redisCpuUsPerJob, 2);
       const describe = (kind: Kind, result: Drain): Row => ({
@@ -132,6 +148,7 @@ export const bindingLimit: Benchmark = {
         '  completion. Plain bullmq drains the same jobs with no limit (it has no limit shared across queues), so its figures are the cost of a job',
         '  as bullmq pays it; the throttled run is held to the shared limit, its slots waiting for room most of the time.',
         'Redis CPU = INFO cpu used_cpu_user+sys of the bench Redis; commands = every command executed, those inside scripts included.',
+        ...(SLOWLOG ? ['BENCH_SLOWLOG=1: every command logged in SLOWLOG (Redis some 20 % slower); the log lines give Redis time per script.'] : []),
         `${load} at start.`,
       ],
     };
