@@ -251,6 +251,11 @@ export class ThrottleGate implements Gate {
     return this.requests.submit({ token, name, kind, waits: 0 });
   }
 
+  /** bullmq's main loop, if it waits on the queue's marker, looks again now (the worker resumes). */
+  wakeMainLoop(): void {
+    void this.connected?.wakeBullmq().catch(() => undefined);
+  }
+
   /** Hands every waiting request back to bullmq with no job (the worker pauses). */
   releaseWaiting(): void {
     this.requests.releaseWaiting();

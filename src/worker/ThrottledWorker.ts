@@ -365,6 +365,19 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     return pausing;
   }
 
+  /**
+   * As Worker's, and bullmq's main loop looks for a job at once. Why: a main loop that was waiting when the
+   * worker paused comes back waiting on the queue's marker (bullmq's wait ended with "look again never"), and a
+   * marker tells it only of jobs in bullmq's own lists: jobs held here for room would then wait for bullmq's
+   * longest block (10 s) unless the marker the gate set for their room was still there.
+   */
+  override resume(): ReturnType<Worker['resume']> {
+    // void on bullmq 5, a promise on bullmq 6: the marker, once set, waits for the loop either way.
+    const resumed = super.resume();
+    this.gate.wakeMainLoop();
+    return resumed;
+  }
+
   /** Stops taking jobs, closes as Worker does, then withdraws this worker's declarations (so a limit it alone held lifts at once). */
   override async close(force = false): Promise<void> {
     const withdraw = await this.gate.stop();

@@ -313,6 +313,26 @@ describe('ThrottledWorker keeps bullmq whole', () => {
     expect(processedOn.get('last')! - processedOn.get('good')!).toBeGreaterThanOrEqual(800);
   });
 
+  it('resume looks for held jobs at once, even with nothing on bullmq\'s marker', async () => {
+    const queue = bed.queue('resume');
+    await queue.addBulk([{ name: 'first', data: {} }, { name: 'second', data: {} }]);
+    const processedOn = new Map<string, number>();
+    const worker = bed.worker('resume', async (job) => { processedOn.set(job.name, job.processedOn!); }, {
+      concurrency: 1, throttles: [Throttle.named('one-per-500ms').limit(1, 500)],
+    });
+    await waitFor(() => processedOn.has('first'), 10_000, "'first'");
+    // 'second' is held for room; bullmq's main loop waits on the marker when the worker pauses.
+    await new Promise((r) => setTimeout(r, 100));
+    await worker.pause();
+    await new Promise((r) => setTimeout(r, 800));
+    expect(processedOn.has('second')).toBe(false);
+    // Whatever set the marker meanwhile (the gate's wake for the room's return) is gone: bullmq alone would
+    // block on it for its longest wait (10 s) after resume.
+    await redis.del(`${bed.prefix}:resume:marker`);
+    worker.resume();
+    await waitFor(() => processedOn.has('second'), 3_000, "'second' after resume");
+  });
+
   it("'drained' fires when the queue runs dry, not while its backlog flows", async () => {
     const queue = bed.queue('drained');
     await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'n', data: { i } })));
