@@ -24,9 +24,10 @@ interface SentinelClientInternals {
  * out, the detector's disconnect of the connector makes the connect fail with "Connection is closed." and ioredis
  * sets the client's status to `end`: no retry ever follows, every later command fails at once, and the worker's
  * deliveries, completions and stalled-job checks stop for good (redis/ioredis#1683; reproduced in
- * test/cluster/sentinelWorker.test.ts; its signs seen once in CI: a worker that delivered nothing after a kill -9
- * of its master, its errors "Connection is closed."). Only that end is undone: one the owner asked for (disconnect or quit: `manuallyClosing`, or an
- * end after `close`), or a Sentinel retry strategy that gives up, is left as it is.
+ * test/cluster/sentinelWorker.test.ts; its signs seen once in CI: a worker that delivered nothing after a
+ * kill -9 of its master, its errors "Connection is closed."). Only that end is undone: one the owner asked for
+ * (disconnect or quit: `manuallyClosing`, or an end after `close`), or a Sentinel retry strategy that gives up,
+ * is left as it is.
  */
 export function reviveEndedConnection(client: RedisClient, logger: Logger, queue: string, inUse: () => boolean): void {
   const redis = client as unknown as SentinelClientInternals;
