@@ -171,22 +171,23 @@ describe('processor starts, with a start deadline', () => {
     const order: string[] = [];
     const started = new Map<string, number>();
     // The process stalls between b's delivery and its start, past its deadline: b goes back; c, d and e are held
-    // (2 per 400 ms).
+    // (2 per 1 s: a window long enough that coming back at once and coming back a window later stay apart on a
+    // loaded machine, where b came back 452 ms after a with a 400 ms window, in a rehearsal on bullmq 5.67.0).
     restoreRunner = stallAfterDelivering((name) => name === 'b', 60);
     const worker: ThrottledWorker = bed.worker('order', async (job: Job) => {
       order.push(job.name);
       started.set(job.name, performance.now());
-    }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('two').limit(2, 400)] });
+    }, { concurrency: 2, leaseMs: 20, throttles: [Throttle.named('two').limit(2, 1_000)] });
     await waitFor(async () => (await queue.getCompletedCount()) === 5, 10_000, 'every job completed');
     expect(worker.startDeadline.putBack).toBeGreaterThanOrEqual(1);
     // As bullmq places a job its processor rate-limited: first. Its room came back before it did, so it did not
-    // wait for the window (it would have gone after e, 800 ms later, without its place, and 400 ms later without its room).
+    // wait for the window (it would have gone after e, 2 s later, without its place, and 1 s later without its room).
     expect([...order.slice(0, 2)].sort()).toEqual(['a', 'b']);
     // A loaded machine can put back one of c and d too (load average 12 in a CI rehearsal: d, c, e), and it then goes
     // first again among those held: the order of the rest holds when b was the only one put back.
     if (worker.startDeadline.putBack === 1) expect(order.slice(2)).toEqual(['c', 'd', 'e']);
     else expect([...order.slice(2)].sort()).toEqual(['c', 'd', 'e']);
-    expect(started.get(order[1])! - started.get(order[0])!).toBeLessThan(400);
+    expect(started.get(order[1])! - started.get(order[0])!).toBeLessThan(1_000);
   });
 
   it("a put-back takes back the start bullmq counted (attemptsStarted): a worker's maxStartedAttempts does not count it", async () => {
