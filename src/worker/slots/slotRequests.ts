@@ -100,23 +100,26 @@ export class SlotRequests {
     // wakes it sooner, and is looked at once room is due, at most UNASKED_WAIT_MS later than a call would have).
     const untilRoomMs = this.roomReturnsAt - performance.now();
     if (untilRoomMs > 0 && untilRoomMs <= UNASKED_WAIT_MS && !this.context.closed() && this.context.mayWait() && this.context.roomReturnsOnlyWithTime()) {
-      // As after a call that found nothing: `drained`, owed since a pass, is emitted now.
-      if (this.drainedOwed) {
-        this.drainedOwed = false;
-        this.context.emitDrained();
-      }
+      // As after a call that found nothing.
+      this.emitOwedDrained();
       return Promise.resolve(raw2NextJobData([0, 0, 0, this.wakeBullmqAt(Date.now() + untilRoomMs)]));
     }
     return this.batcher.submit(request).then((answer) => {
       if (answer[0]) {
         this.mainLoopHolds = true;
         this.drainedOwed = false;
-      } else if (this.drainedOwed) {
-        this.drainedOwed = false;
-        this.context.emitDrained();
+      } else {
+        this.emitOwedDrained();
       }
       return answer;
     });
+  }
+
+  /** The main loop found no job: `drained`, owed since a pass, is emitted now. */
+  private emitOwedDrained(): void {
+    if (!this.drainedOwed) return;
+    this.drainedOwed = false;
+    this.context.emitDrained();
   }
 
   /** Slots waiting here look again now (tokens arrived, a job was found). */
