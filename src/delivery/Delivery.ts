@@ -26,6 +26,12 @@ export interface Delivery {
   /** A job delivered here did not start in time (src/worker/lateStarts/startDeadlines.ts): what it was counted in stops counting. */
   giveBackLate(late: LateDelivery): Promise<void>;
   /**
+   * A started job whose processor returned from its synchronous start later than its delivery was counted for: its
+   * tokens count until its delivery plus W plus `toLeaseMs` (exact delivery: lua/countLateStart-n.lua; leased
+   * delivery's tokens are the grantor's, counted with the lease they were leased with).
+   */
+  countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void>;
+  /**
    * The namespace's node is rebuilding its counts (a gather: lua/includes/grantorRecovery.lua): tells it what
    * this queue delivered lately if the queue has not yet, so that an idle queue does not keep the gather waiting.
    */

@@ -1,6 +1,7 @@
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
-import { lateExactReturns, LateDelivery } from './lateStartTickets';
+import { lateExactReturns, lateStartWindows, LateDelivery } from './lateStartTickets';
+import { runCountLateStart } from '../lua/calls/countLateStart';
 import { InFlightRelease } from './inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
 import { ReplicaConfirmation } from '../redis/ReplicaConfirmation';
@@ -50,6 +51,13 @@ export class ExactDelivery implements Delivery {
     const returns = lateExactReturns(late);
     if (returns.length === 0) return;
     await runReturnTokens(this.runner(), { keys: this.keys, grants: returns });
+  }
+
+  /** Its windows that counted it with a shorter lease count it until its delivery plus W plus `toLeaseMs` (lua/countLateStart-n.lua). */
+  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void> {
+    const windows = lateStartWindows(late.ticket, late.hMs, toLeaseMs);
+    if (windows.length === 0) return;
+    await runCountLateStart(this.runner(), { keys: this.keys, grantUs: late.grantUs, toLeaseMs, windows });
   }
 
   /** Exact workers tell a workers' gather what they remember (src/worker/recovery/deliveryReporter.ts), not their queue's records. */

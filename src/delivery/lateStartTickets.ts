@@ -1,6 +1,7 @@
 import { decodeSegment } from '../keys/keyEncoding';
 import { ReturnedGrant } from '../lua/calls/returnTokens';
 import type { ReturnGroup } from '../lua/calls/takeLeasedJobs';
+import type { LateStartWindow } from '../lua/calls/countLateStart';
 
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {
@@ -91,6 +92,19 @@ export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
     windows: b.windows,
     ...(b.rate ? { rate: b.rate } : {}),
   }));
+}
+
+/**
+ * Exact delivery: the windows that counted a started job with a lease shorter than `toLeaseMs`, each with that lease
+ * (its bucket's "~<L>", else the call's h), to count for longer (lua/countLateStart-n.lua). Rates are not among them:
+ * a rate's grant is not moved (includes/rateCounter's lease H is the throttle's, not the job's).
+ */
+export function lateStartWindows(ticket: string, hMs: number, toLeaseMs: number): LateStartWindow[] {
+  return bucketsOfTicket(ticket).flatMap((b) => {
+    const fromLeaseMs = b.leaseMs ?? hMs;
+    if (fromLeaseMs >= toLeaseMs) return [];
+    return b.windows.map((windowMs) => ({ name: b.name, bucket: b.bucket, windowMs, fromLeaseMs, count: b.cost }));
+  });
 }
 
 /**

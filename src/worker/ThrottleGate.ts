@@ -287,6 +287,15 @@ export class ThrottleGate implements Gate {
     return this.connected?.lateStart(jobId);
   }
 
+  /**
+   * Where a processor function's start is checked (ThrottledWorker's wrapper): pendingStart, then the clock, then
+   * the processor at once or refuseStart, and started once the processor returned. Undefined before the gate
+   * connects (nothing was delivered through it then).
+   */
+  get starts(): Pick<ConnectedGate, 'pendingStart' | 'refuseStart' | 'started'> | undefined {
+    return this.connected;
+  }
+
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */
   async classifyBatch(): Promise<number> {
     return (await this.started).classifyBatch();

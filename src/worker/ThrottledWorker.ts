@@ -167,24 +167,31 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     });
     const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
-    // The start deadline is checked here, the last thing before the processor is called: nothing of ours runs between
-    // the check and the processor's first line (a pause there, of the process or of the garbage collector, would
-    // start it later than its delivery was counted for).
+    // The start deadline is checked here, the clock read as the last thing before the processor is called: all that
+    // the check notes waits until the processor returns. A pause of the process there (the OS descheduling it on a
+    // loaded machine, 20-50 ms seen with every core busy) would still start it later than its delivery was counted
+    // for, so a processor that returns from its synchronous start past the deadline has its tokens counted longer.
     const timed = typeof processor === 'function'
       ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
         const costFailure = gate.jobs?.costFailure(job as Job);
         // bullmq fails an UnrecoverableError at once, whatever attempts are left.
         if (costFailure) throw new UnrecoverableError(costFailure);
-        const late = gate.lateStart(job.id);
-        if (late) throw new LateStartError(job.id, late.deadlineMs);
-        const startedAt = performance.now();
+        const starts = gate.starts;
+        const delivery = starts?.pendingStart(job.id);
         const startedMs = Date.now();
+        const checkedAt = performance.now();
+        if (delivery && checkedAt > delivery.latestAt) throw new LateStartError(job.id, starts!.refuseStart(delivery, checkedAt).deadlineMs);
         try {
-          const running = (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+          let running: Promise<ResultType>;
+          try {
+            running = (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
+          } finally {
+            if (delivery) starts!.started(delivery, checkedAt, performance.now());
+          }
           gate.dispatchDelay.started(job.processedOn, startedMs);
           return await running;
         } finally {
-          gate.dispatchDelay.ended(performance.now() - startedAt);
+          gate.dispatchDelay.ended(performance.now() - checkedAt);
         }
       }) as Processor<DataType, ResultType, NameType>
       : processor;

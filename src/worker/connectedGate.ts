@@ -25,7 +25,7 @@ import { encodeSegment } from '../keys/keyEncoding';
 import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
 import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './recovery/namespaceRecovery';
-import { startDeadlineCeilingMs, startDeadlineLateCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
+import { PendingStart, startDeadlineCeilingMs, startDeadlineLateCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
 import { LatePutBacks } from './lateStarts/latePutBacks';
 import { SlotRequests, SlotServer } from './slots/slotRequests';
 import { ProcessedJobs } from './completion/processedJobs';
@@ -221,11 +221,42 @@ export class ConnectedGate implements SlotServer {
   /** The processor is about to start on the job: its delivery when it came too late to start (then put back: latePutBacks). */
   lateStart(jobId: string | undefined): LateDelivery | undefined {
     const late = this.deadlines.lateStart(jobId);
-    if (late) {
-      this.gate.recovery.putBack(late.ticket, late.repliedAt);
-      this.latePutBacks.begin(late);
-    }
+    if (late) this.putBackLate(late);
     return late;
+  }
+
+  /** The job's delivery, taken for its processor's start (ThrottledWorker's wrapper; undefined: no start deadline). */
+  pendingStart(jobId: string | undefined): PendingStart | undefined {
+    return this.deadlines.take(jobId);
+  }
+
+  /** A delivery taken whose processor came to start at `now`, too late: it goes back held. */
+  refuseStart(delivery: PendingStart, now: number): LateDelivery {
+    const late = this.deadlines.refuse(delivery, now);
+    this.putBackLate(late);
+    return late;
+  }
+
+  /**
+   * A delivery taken whose processor was called at `checkedAt`, in time, and returned from its synchronous start at
+   * `returnedAt`. Past the deadline by then (the process was descheduled after the check, or the start itself took
+   * that long), the processor may have reached the API after its tokens stop counting: they count longer, as if
+   * the delivery call had carried the lease the start took (lua/countLateStart-n.lua says why that is in time).
+   */
+  started(delivery: PendingStart, checkedAt: number, returnedAt: number): void {
+    this.deadlines.started(delivery, checkedAt);
+    const tookMs = returnedAt - delivery.sentAt;
+    if (tookMs <= delivery.deadlineMs) return;
+    const toLeaseMs = Math.ceil(tookMs) + 1;
+    this.deadlines.countedLonger();
+    this.gate.recovery.countedLonger(toLeaseMs);
+    const late = { jobId: delivery.jobId, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
+    this.delivery.countLateStart(late, toLeaseMs).catch((error) => this.gate.failures.report('counting a late start for longer', error));
+  }
+
+  private putBackLate(late: LateDelivery): void {
+    this.gate.recovery.putBack(late.ticket, late.repliedAt);
+    this.latePutBacks.begin(late);
   }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */

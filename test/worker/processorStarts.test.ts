@@ -110,6 +110,25 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
+
+  it('a processor that reaches its first line past its deadline (the process descheduled after the check) has its tokens counted that much longer: starts stay within the limit', async () => {
+    const queue = bed.queue('stalled');
+    const starts: Start[] = [];
+    // The first job's processor holds the loop 300 ms before its first line, as a process descheduled between the
+    // start check and the processor would (a loaded CI machine: 20-50 ms). Its token would be released 1,020 ms after
+    // its delivery, and the third job start 720 ms after it: three starts in one second, of two.
+    const processor = async (job: Job) => {
+      const stallUntil = performance.now() + (job.data.i === 0 ? 300 : 0);
+      while (performance.now() < stallUntil) { /* the stall */ }
+      starts.push({ at: nowMs(), processedOn: job.processedOn!, id: job.id! });
+    };
+    const worker: ThrottledWorker = bed.worker('stalled', processor, { concurrency: 1, leaseMs: 20, throttles: [Throttle.named('api').limit(2, '1s')] });
+    await queue.addBulk([0, 1, 2].map((i) => ({ name: 'call', data: { i } })));
+    await waitFor(() => starts.length === 3, 10_000, 'three starts');
+    expect(starts.map((s) => s.id)).toEqual(['1', '2', '3']);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(2);
+    expect(worker.startDeadline).toMatchObject({ putBack: 0, countedLonger: 1 });
+  });
   it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends next to nothing back, and starts stay within the limit', async () => {
     const queue = bed.queue('roomy');
     await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));

@@ -88,13 +88,29 @@ export interface StartDeadlineStats {
   readonly started: number;
   /** Jobs put back held because their processor would have started more than h after their delivery. */
   readonly putBack: number;
+  /**
+   * Processors called in time that returned from their synchronous start later than their delivery was counted for
+   * (the process was descheduled, or the start itself took that long): their tokens then counted longer.
+   */
+  readonly countedLonger: number;
 }
 
 /**
  * hMs: the lease the delivery was counted with (what returning it needs); deadlineMs: by when it must start;
  * batch: how many jobs the call that delivered it brought (they start one after another).
  */
-interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: number; ticket: string; repliedAt: number; batch: number }
+export interface PendingStart {
+  readonly jobId: string;
+  readonly sentAt: number;
+  readonly hMs: number;
+  readonly deadlineMs: number;
+  /** sentAt + latestStartMs(deadlineMs): a processor called later than this does not start. */
+  readonly latestAt: number;
+  readonly grantUs: number;
+  readonly ticket: string;
+  readonly repliedAt: number;
+  readonly batch: number;
+}
 
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
@@ -110,7 +126,7 @@ interface Delivered { sentAt: number; hMs: number; deadlineMs: number; grantUs: 
  * back, and it costs a sustained ceiling of N / (W + h), not N / W.
  */
 export class StartDeadlines {
-  private readonly pending = new Map<string, Delivered>();
+  private readonly pending = new Map<string, PendingStart>();
   private readonly ages: number[] = [];
   private nextAge = 0;
   private sinceChosen = 0;
@@ -119,6 +135,7 @@ export class StartDeadlines {
   private readonly batches = new BatchLimit();
   private swept = 0;
   private putBackCount = 0;
+  private countedLongerCount = 0;
 
   /**
    * `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here, at
@@ -155,8 +172,8 @@ export class StartDeadlines {
     // shorter one, the longer one of buckets far from full) has its deadline first ("<D>#"), and must start within that.
     jobIds.forEach((id, i) => {
       if (!tickets[i]) return;
-      const { deadlineMs, buckets } = deadlineOf(tickets[i]);
-      this.pending.set(id, { sentAt, hMs, deadlineMs: deadlineMs ?? hMs, grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
+      const { deadlineMs = hMs, buckets } = deadlineOf(tickets[i]);
+      this.pending.set(id, { jobId: id, sentAt, hMs, deadlineMs, latestAt: sentAt + latestStartMs(deadlineMs), grantUs, ticket: buckets, repliedAt, batch: jobIds.length });
     });
   }
 
@@ -174,26 +191,48 @@ export class StartDeadlines {
       if (bang < 0) return;
       const leftMs = (Number(ticket.slice(0, bang)) - nowUs) / 1000;
       const deadlineMs = Math.max(0, leftMs);
-      this.pending.set(id, { sentAt, hMs: deadlineMs, deadlineMs, grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now(), batch: jobIds.length });
+      this.pending.set(id, { jobId: id, sentAt, hMs: deadlineMs, deadlineMs, latestAt: sentAt + latestStartMs(deadlineMs), grantUs: nowUs, ticket: ticket.slice(bang + 1), repliedAt: performance.now(), batch: jobIds.length });
     });
   }
 
   /** A processor is about to start on the job: the delivery when it is late and must not start (the job goes back held). */
   lateStart(jobId: string | undefined, now: number = performance.now()): LateDelivery | undefined {
-    const delivery = jobId === undefined ? undefined : this.pending.get(jobId);
+    const delivery = this.take(jobId);
     if (!delivery) return undefined;
-    this.pending.delete(jobId!);
-    const age = now - delivery.sentAt;
-    const late = age > latestStartMs(delivery.deadlineMs);
-    this.sample(age, late);
-    if (late) {
-      this.putBackCount++;
-      this.batches.late(delivery.sentAt, delivery.batch);
-      return { jobId: jobId!, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
-    }
+    if (now > delivery.latestAt) return this.refuse(delivery, now);
+    this.started(delivery, now);
+    return undefined;
+  }
+
+  /**
+   * The job's delivery, no longer waiting for its processor (undefined: it has no start deadline). The caller
+   * reads the clock right after, calls the processor at once when it is in time (latestAt), and tells which
+   * (refuse, started) after: nothing of this class runs between the clock and the processor.
+   */
+  take(jobId: string | undefined): PendingStart | undefined {
+    const delivery = jobId === undefined ? undefined : this.pending.get(jobId);
+    if (delivery) this.pending.delete(jobId!);
+    return delivery;
+  }
+
+  /** A delivery taken whose processor came to start at `now`, after its latestAt: it goes back held. */
+  refuse(delivery: PendingStart, now: number): LateDelivery {
+    this.sample(now - delivery.sentAt, true);
+    this.putBackCount++;
+    this.batches.late(delivery.sentAt, delivery.batch);
+    return { jobId: delivery.jobId, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
+  }
+
+  /** A delivery taken whose processor was called at `checkedAt`, in time. */
+  started(delivery: PendingStart, checkedAt: number): void {
+    this.sample(checkedAt - delivery.sentAt, false);
     this.startedCount++;
     this.batches.onTime();
-    return undefined;
+  }
+
+  /** A processor that returned from its synchronous start after its deadline, whose tokens then counted longer (countLateStart). */
+  countedLonger(): void {
+    this.countedLongerCount++;
   }
 
   /** The most jobs one delivery call should bring now (BatchLimit): fewer while starts come late. */
@@ -202,7 +241,7 @@ export class StartDeadlines {
   }
 
   stats(): StartDeadlineStats {
-    return { hMs: this.currentMs(), adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount };
+    return { hMs: this.currentMs(), adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount, countedLonger: this.countedLongerCount };
   }
 
   /**

@@ -77,6 +77,11 @@ export class DeliveryMemory {
     }
   }
 
+  /** A started job's tokens now count with this longer lease (lua/countLateStart-n.lua): a recount holds its deliveries as long. */
+  noteLongerLease(leaseMs: number): void {
+    this.longestLeaseMs = Math.max(this.longestLeaseMs, leaseMs);
+  }
+
   /** The windowed buckets a ticket names; the same tickets come again and again (a bucket's jobs), so they are kept parsed. */
   private parsed(ticket: string): readonly TicketWindows[] {
     const known = this.parsedTickets.get(ticket);

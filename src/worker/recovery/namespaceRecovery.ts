@@ -64,6 +64,11 @@ export class NamespaceRecovery {
     this.memory.forget(ticket, repliedAt);
   }
 
+  /** A started job's tokens count with a longer lease than its delivery call's (ConnectedGate.started). */
+  countedLonger(leaseMs: number): void {
+    this.memory.noteLongerLease(leaseMs);
+  }
+
   /**
    * Reads the node identity as soon as the first deliveries recorded it, rather than at the next heartbeat (a
    * third of the declarations' TTL later): a node that lost the record within those seconds would otherwise
