@@ -184,4 +184,27 @@ function rateKind.giveBack(key, beforeUs, afterUs)
   rcall('SET', key, intArg(beforeUs), 'KEEPTTL')
   return true
 end
+-- A started job whose tokens the bucket granted with TAT moving to afterUs reached its processor byUs later than
+-- the lease covers (lua/countLateStart-n.lua): the bucket goes on as if that grant, and every one since, had come
+-- byUs later. Every grant after now sees a TAT byUs later (its proof's g_j moved by byUs); the grants before now
+-- could not meet the start within one window unless byUs were near the window itself (that script's header).
+-- The key is forgotten byUs later too (its TAT + H); a key already forgotten is written again when the moved TAT
+-- is still ahead, until it plus toLeaseMs, which is no earlier than the grant's own TAT plus H would have been.
+function rateKind.countLater(key, afterUs, byUs, toLeaseMs, nowUs)
+  local stored = tonumber(rcall('GET', key))
+  if stored then
+    local ttl = rcall('PTTL', key)
+    local tat = stored + byUs
+    if ttl > 0 then
+      rcall('SET', key, intArg(tat), 'PX', intArg(ttl + math.ceil(byUs / 1000)))
+    else
+      rcall('SET', key, intArg(tat), 'KEEPTTL')
+    end
+    return true
+  end
+  local tat = afterUs + byUs
+  if tat <= nowUs then return false end
+  rcall('SET', key, intArg(tat), 'PXAT', intArg(math.ceil(tat / 1000) + toLeaseMs))
+  return true
+end
 end -- of the block that keeps the helpers local

@@ -27,7 +27,8 @@ export interface Delivery {
   giveBackLate(late: LateDelivery): Promise<void>;
   /**
    * A started job whose processor returned from its synchronous start later than its delivery was counted for: its
-   * tokens count until its delivery plus W plus `toLeaseMs` (exact delivery: lua/countLateStart-n.lua; leased
+   * tokens count until its delivery plus W plus `toLeaseMs`, its rates as if granted that much later (exact
+   * delivery: lua/countLateStart-n.lua; leased
    * delivery's tokens are the grantor's, counted with the lease they were leased with).
    */
   countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void>;

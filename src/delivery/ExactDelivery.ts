@@ -1,6 +1,6 @@
 import { ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
-import { lateExactReturns, lateStartWindows, LateDelivery } from './lateStartTickets';
+import { lateExactReturns, lateStartCounts, LateDelivery } from './lateStartTickets';
 import { runCountLateStart } from '../lua/calls/countLateStart';
 import { InFlightRelease } from './inFlightRelease';
 import { Delivery, DeliveryCall } from './Delivery';
@@ -53,11 +53,14 @@ export class ExactDelivery implements Delivery {
     await runReturnTokens(this.runner(), { keys: this.keys, grants: returns });
   }
 
-  /** Its windows that counted it with a shorter lease count it until its delivery plus W plus `toLeaseMs` (lua/countLateStart-n.lua). */
+  /**
+   * Its windows that counted it with a shorter lease count it until its delivery plus W plus `toLeaseMs`, and its
+   * rates go on as if its grant had come that much later (lua/countLateStart-n.lua).
+   */
   async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void> {
-    const windows = lateStartWindows(late.ticket, late.hMs, toLeaseMs);
-    if (windows.length === 0) return;
-    await runCountLateStart(this.runner(), { keys: this.keys, grantUs: late.grantUs, toLeaseMs, windows });
+    const { windows, rates } = lateStartCounts(late, toLeaseMs);
+    if (windows.length === 0 && rates.length === 0) return;
+    await runCountLateStart(this.runner(), { keys: this.keys, grantUs: late.grantUs, toLeaseMs, windows, rates });
   }
 
   /** Exact workers tell a workers' gather what they remember (src/worker/recovery/deliveryReporter.ts), not their queue's records. */

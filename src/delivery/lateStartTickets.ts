@@ -1,7 +1,7 @@
 import { decodeSegment } from '../keys/keyEncoding';
 import { ReturnedGrant } from '../lua/calls/returnTokens';
 import type { ReturnGroup } from '../lua/calls/takeLeasedJobs';
-import type { LateStartWindow } from '../lua/calls/countLateStart';
+import type { LateStartRate, LateStartWindow } from '../lua/calls/countLateStart';
 
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {
@@ -95,16 +95,19 @@ export function lateExactReturns(late: LateDelivery): ReturnedGrant[] {
 }
 
 /**
- * Exact delivery: the windows that counted a started job with a lease shorter than `toLeaseMs`, each with that lease
- * (its bucket's "~<L>", else the call's h), to count for longer (lua/countLateStart-n.lua). Rates are not among them:
- * a rate's grant is not moved (includes/rateCounter's lease H is the throttle's, not the job's).
+ * Exact delivery: what counts a started job for longer (lua/countLateStart-n.lua), its start having taken `toLeaseMs`
+ * after its delivery call: the windows that counted it with a shorter lease (its bucket's "~<L>", else the call's h),
+ * and its buckets' rates, whose TATs go later by the start's excess over the job's deadline.
  */
-export function lateStartWindows(ticket: string, hMs: number, toLeaseMs: number): LateStartWindow[] {
-  return bucketsOfTicket(ticket).flatMap((b) => {
-    const fromLeaseMs = b.leaseMs ?? hMs;
-    if (fromLeaseMs >= toLeaseMs) return [];
-    return b.windows.map((windowMs) => ({ name: b.name, bucket: b.bucket, windowMs, fromLeaseMs, count: b.cost }));
-  });
+export function lateStartCounts(late: LateDelivery, toLeaseMs: number): { windows: LateStartWindow[]; rates: LateStartRate[] } {
+  const windows: LateStartWindow[] = [];
+  const rates: LateStartRate[] = [];
+  for (const b of bucketsOfTicket(late.ticket)) {
+    const fromLeaseMs = b.leaseMs ?? late.hMs;
+    if (fromLeaseMs < toLeaseMs) for (const windowMs of b.windows) windows.push({ name: b.name, bucket: b.bucket, windowMs, fromLeaseMs, count: b.cost });
+    if (b.rate && toLeaseMs > late.deadlineMs) rates.push({ name: b.name, bucket: b.bucket, afterUs: b.rate.afterUs, byUs: (toLeaseMs - late.deadlineMs) * 1000 });
+  }
+  return { windows, rates };
 }
 
 /**

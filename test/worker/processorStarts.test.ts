@@ -129,6 +129,22 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(2);
     expect(worker.startDeadline).toMatchObject({ putBack: 0, countedLonger: 1 });
   });
+
+  it('a rate whose job reaches its first line past its deadline goes on as if that grant had come as much later: starts stay at most one per 500 ms', async () => {
+    const queue = bed.queue('stalledRate');
+    const starts: Start[] = [];
+    // A rate of 1 per 500 ms (burst 1): the next grant comes 500 ms after the first, 200 ms after its stalled start.
+    const processor = async (job: Job) => {
+      const stallUntil = performance.now() + (job.data.i === 0 ? 300 : 0);
+      while (performance.now() < stallUntil) { /* the stall */ }
+      starts.push({ at: nowMs(), processedOn: job.processedOn!, id: job.id! });
+    };
+    const worker: ThrottledWorker = bed.worker('stalledRate', processor, { concurrency: 1, leaseMs: 20, throttles: [Throttle.named('api').rate(1, '500ms')] });
+    await queue.addBulk([0, 1, 2].map((i) => ({ name: 'call', data: { i } })));
+    await waitFor(() => starts.length === 3, 10_000, 'three starts');
+    expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBe(1);
+    expect(worker.startDeadline).toMatchObject({ putBack: 0, countedLonger: 1 });
+  });
   it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends next to nothing back, and starts stay within the limit', async () => {
     const queue = bed.queue('roomy');
     await queue.addBulk(Array.from({ length: 80 }, (_, i) => ({ name: 'call', data: { i } })));

@@ -4,7 +4,7 @@ import { ScriptArg, sendCall, variableCall, variableKeysScript } from './scriptC
 
 /**
  * lua/countLateStart-n.lua, in the namespace's slot: a started job's tokens count for longer in the windows that
- * counted them with a shorter lease than its start took (src/worker/lateStarts/startDeadlines.ts says when).
+ * counted them with a shorter lease than its start took, and its rates' TATs go later (ConnectedGate.started says when).
  */
 export const countLateStartScript = variableKeysScript('countLateStart');
 
@@ -19,6 +19,15 @@ export interface LateStartWindow {
   readonly count: number;
 }
 
+/** One rate of a bucket that granted the job: its TAT goes `byUs` later. */
+export interface LateStartRate {
+  readonly name: string;
+  readonly bucket: string;
+  /** The TAT the job's grant wrote (us). */
+  readonly afterUs: number;
+  readonly byUs: number;
+}
+
 export interface CountLateStartInput {
   readonly keys: ThrottleKeys;
   /** The delivery script's Redis time (us): the tokens were counted then. */
@@ -26,11 +35,12 @@ export interface CountLateStartInput {
   /** The lease they count with from now on (ms). */
   readonly toLeaseMs: number;
   readonly windows: readonly LateStartWindow[];
+  readonly rates: readonly LateStartRate[];
 }
 
 export interface CountLateStartReply {
   nowUs: number;
-  /** The windows whose tokens were still counted and now count longer (the others count again until the later release). */
+  /** The windows whose tokens were still counted and now count longer (the others count again until the later release), and the rates moved. */
   moved: number;
 }
 
@@ -40,6 +50,11 @@ export function countLateStartCall(input: CountLateStartInput) {
   for (const window of input.windows) {
     callKeys.push(input.keys.windowCounter(window.name, window.bucket, window.windowMs));
     args.push(callKeys.length, window.windowMs, window.fromLeaseMs, window.count);
+  }
+  args.push(input.rates.length);
+  for (const rate of input.rates) {
+    callKeys.push(input.keys.rateCounter(rate.name, rate.bucket));
+    args.push(callKeys.length, rate.afterUs, Math.ceil(rate.byUs));
   }
   return variableCall(countLateStartScript, callKeys, args);
 }
