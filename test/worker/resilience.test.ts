@@ -47,8 +47,12 @@ describe('resilience', () => {
     const connection = { ...connectionFor(server.url), retryStrategy: () => 100 };
     const processed: string[] = [];
     const { logger, lines } = capturingLogger();
+    // A job whose completion the restart cut off stays active under this worker's lock until bullmq's stalled check
+    // puts it back once the lock lapses, as with a plain Worker: 30 s by default, the whole wait below (one job left
+    // active in a loaded rehearsal). A shorter lock lets that check do its work within the wait.
     const worker = new ThrottledWorker('restart', async (job) => { processed.push(job.id!); }, {
       connection, prefix: 'resilience', concurrency: 2, throttles: [Throttle.named('api').limit(5, 500)], logger,
+      lockDuration: 4_000, stalledInterval: 1_000,
     });
     worker.on('error', () => undefined);
     const queue = new Queue('restart', { connection, prefix: 'resilience' });
