@@ -28,8 +28,8 @@ export interface Delivery {
   /**
    * A started job whose processor returned from its synchronous start later than its delivery was counted for: its
    * tokens count until its delivery plus W plus `toLeaseMs`, its rates as if granted that much later (exact
-   * delivery: lua/countLateStart-n.lua; leased
-   * delivery's tokens are the grantor's, counted with the lease they were leased with).
+   * delivery: lua/countLateStart-n.lua; leased delivery: its grants, by as much as the start took past their
+   * expiry, lua/countLateLeased-1.lua).
    */
   countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void>;
   /**

@@ -2,6 +2,7 @@ import { decodeSegment } from '../keys/keyEncoding';
 import { ReturnedGrant } from '../lua/calls/returnTokens';
 import type { ReturnGroup } from '../lua/calls/takeLeasedJobs';
 import type { LateStartRate, LateStartWindow } from '../lua/calls/countLateStart';
+import type { LateLeasedGrant } from '../lua/calls/countLateLeased';
 
 /** A delivery whose processor did not start in time: what its tokens were counted with, to give them back. */
 export interface LateDelivery {
@@ -125,6 +126,14 @@ export function lateLeasedReturns(late: LateDelivery): ReturnGroup[] {
       nonce: `${rest.slice(0, hash)}/l.${late.jobId}.${late.grantUs}`,
       count: Number(rest.slice(hash + 1)),
     };
+  }));
+}
+
+/** Leased delivery: the grants a started job's tokens came from, to count longer (lua/countLateLeased-1.lua). */
+export function lateLeasedGrants(late: LateDelivery): LateLeasedGrant[] {
+  return bucketsOfTicket(late.ticket).flatMap((b) => b.grants.map((grant) => {
+    const [grantUs, leaseMs, rest] = splitGrant(grant);
+    return { bucketId: b.bucketId, grantUs: Number(grantUs), leaseMs: Number(leaseMs), count: Number(rest.slice(rest.lastIndexOf('#') + 1)) };
   }));
 }
 

@@ -292,6 +292,26 @@ describe('processor starts, with a start deadline', () => {
     expect(mostInAnyWindow(starts.map((s) => s.processedOn), 500)).toBeLessThanOrEqual(50);
   }, 90_000);
 
+  it('leased delivery: a processor that reaches its first line past its tokens\' expiry has their grants counted that much longer: starts stay within the limit', async () => {
+    const queue = bed.queue('stalledLeased');
+    const starts: Start[] = [];
+    // As the exact case above: the first job's processor reaches its first line 300 ms after the check, its tokens
+    // leased for 40 ms; without the grants counted longer, the third job would start 700 ms after it.
+    const processor = async (job: Job) => {
+      const stallUntil = performance.now() + (job.data.i === 0 ? 300 : 0);
+      while (performance.now() < stallUntil) { /* the stall */ }
+      starts.push({ at: nowMs(), processedOn: job.processedOn!, id: job.id! });
+    };
+    const worker: ThrottledWorker = bed.worker('stalledLeased', processor, {
+      concurrency: 1, leaseMs: 40, grantor: { connection: testRedisUrl() }, throttles: [Throttle.named('api').limit(2, '1s')],
+    });
+    await queue.addBulk([0, 1, 2].map((i) => ({ name: 'call', data: { i } })));
+    await waitFor(() => starts.length === 3, 10_000, 'three starts');
+    expect(starts.map((s) => s.id)).toEqual(['1', '2', '3']);
+    expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(2);
+    expect(worker.startDeadline).toMatchObject({ putBack: 0, countedLonger: 1 });
+  });
+
   it('leaseMs auto with a 100 ms window: h stays within a quarter of it, and starts within the limit', async () => {
     const queue = bed.queue('short');
     await queue.addBulk(Array.from({ length: 300 }, (_, i) => ({ name: 'call', data: { i } })));

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { ScriptRunner } from '../../lua/scripts';
-import { lateLeasedReturns, LateDelivery } from '../lateStartTickets';
+import { lateLeasedGrants, lateLeasedReturns, LateDelivery } from '../lateStartTickets';
 import { Delivery, DeliveryCall, StopRunners } from '../Delivery';
 import { DeliveryContext } from '../ExactDelivery';
 import { TakeReply } from '../takeNextJobs';
 import { ConcurrencyHolds } from './concurrencyHolds';
-import { GrantorTarget, leaseTokens, LeaseRequest, renewHolds, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
+import { countLateLeased, GrantorTarget, leaseTokens, LeaseRequest, renewHolds, reportQueueHistory, returnLeasedTokens } from './grantorCalls';
 import { LeaseBook } from './leaseBook';
 import { Deposit, ReturnGroup, runTakeLeasedJobs, wantsRefill } from '../../lua/calls/takeLeasedJobs';
 import { runWithdrawLeases } from '../../lua/calls/withdrawLeases';
@@ -213,12 +213,11 @@ export class LeasedDelivery implements Delivery {
   }
 
   /**
-   * Nothing yet: leased tokens count at the grantor until their lease's expiry plus W, and lengthening that would
-   * take the grantor's grant, not the queue's node. A processor the process starts past that expiry (descheduled
-   * between its start check and its call) is not covered here.
+   * The grants its tokens came from count at the grantor as much longer as the start took past their earliest
+   * expiry, its deadline (lua/countLateLeased-1.lua).
    */
-  async countLateStart(): Promise<void> {
-    return undefined;
+  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void> {
+    await countLateLeased(this.context.grantor(), toLeaseMs - late.deadlineMs, lateLeasedGrants(late));
   }
 
   private giveBack(groups: readonly ReturnGroup[]): void {

@@ -4,6 +4,7 @@ import { runReadQueueHistory } from '../../lua/calls/readQueueHistory';
 import { runRenewHolds } from '../../lua/calls/renewHolds';
 import { runReportQueueHistory } from '../../lua/calls/reportQueueHistory';
 import { runReturnLeasedTokens } from '../../lua/calls/returnLeasedTokens';
+import { LateLeasedGrant, runCountLateLeased } from '../../lua/calls/countLateLeased';
 import { ReturnGroup } from '../../lua/calls/takeLeasedJobs';
 import { ReplicaConfirmation } from '../../redis/ReplicaConfirmation';
 import { BucketUnits, HoldRenewal } from './concurrencyHolds';
@@ -105,4 +106,10 @@ export async function returnLeasedTokens(grantor: GrantorTarget, groups: readonl
   if (groups.length === 0) return 0;
   const reply = await runReturnLeasedTokens(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, groups });
   return reply.returned;
+}
+
+/** The grants a started job's tokens came from count `byMs` longer (lua/countLateLeased-1.lua). */
+export async function countLateLeased(grantor: GrantorTarget, byMs: number, grants: readonly LateLeasedGrant[]): Promise<void> {
+  if (grants.length === 0 || byMs <= 0) return;
+  await runCountLateLeased(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, byMs, grants });
 }
