@@ -13,6 +13,7 @@
     ARGV[1]  the namespace's throttle key prefix
     ARGV[2]  byMs
     ARGV[3]  G, then G groups of 4: bucket id, grantUs, leaseMs (as granted), count
+    (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output: { nowUs, moved } the groups whose bucket still had counters here
 ]]

@@ -24,6 +24,7 @@
     ARGV[3]     G, the number of (bucket, window) groups; then for each group:
                   counter index (into KEYS), window ms, fromLeaseMs (the lease it was counted with), count
     then R, the number of rates; for each: key index, afterUs (the TAT the job's grant wrote), byUs
+    (test builds read one more trailing ARGV, a clock offset in ms)
   The counters are lone counters, named by key (no limits are read), as lua/returnTokens-n.lua's.
 
   Output:
