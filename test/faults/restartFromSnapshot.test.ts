@@ -156,7 +156,9 @@ describe('a Redis restarted from an older snapshot', () => {
     try {
       await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'a', data: { i } })));
       await waitFor(() => starts.length === 5, 10_000, 'the first 5');
-      expect(await admin.hget(new ThrottleKeys('bull').grantorRecord, 'hmax')).toBe('250');
+      // 250, or more when the first processor's 200 ms came past its lease on a loaded machine: then its tokens
+      // counted longer, and the record's hmax took that lease (lua/countLateStart-n.lua).
+      expect(Number(await admin.hget(new ThrottleKeys('bull').grantorRecord, 'hmax'))).toBeGreaterThanOrEqual(250);
       await waitFor(() => knownNodeId(worker) !== '', 5_000, 'the worker to know the namespace\'s node');
       await redis.restartFromSnapshot();
       await queue.addBulk(Array.from({ length: N }, (_, i) => ({ name: 'b', data: { i } })));
