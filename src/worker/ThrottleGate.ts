@@ -18,6 +18,7 @@ import { ProcessedJobs } from './completion/processedJobs';
 import { DispatchDelay } from './completion/dispatchDelay';
 import { AttachedQueue, GateOptions } from './gateOptions';
 import { ConnectedGate } from './connectedGate';
+import type { ProcessorStarts } from './lateStarts/processorStarts';
 
 export type { GateOptions } from './gateOptions';
 
@@ -284,7 +285,7 @@ export class ThrottleGate implements Gate {
 
   /** The processor is about to start on the job: its delivery when it came too late to start (then put back: latePutBacks). */
   lateStart(jobId: string | undefined): LateDelivery | undefined {
-    return this.connected?.lateStart(jobId);
+    return this.connected?.starts.lateStart(jobId);
   }
 
   /**
@@ -292,8 +293,8 @@ export class ThrottleGate implements Gate {
    * the processor at once or refuseStart, and started once the processor returned. Undefined before the gate
    * connects (nothing was delivered through it then).
    */
-  get starts(): Pick<ConnectedGate, 'pendingStart' | 'refuseStart' | 'started'> | undefined {
-    return this.connected;
+  get starts(): ProcessorStarts | undefined {
+    return this.connected?.starts;
   }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */

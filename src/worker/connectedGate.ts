@@ -23,10 +23,10 @@ import { assertWaitAllowed } from '../redis/ReplicaConfirmation';
 import { NamespaceCheck } from './declarations/namespaceCheck';
 import { encodeSegment } from '../keys/keyEncoding';
 import { EVERY_BUCKET, runWakeBuckets } from '../lua/calls/wakeBuckets';
-import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './recovery/namespaceRecovery';
-import { PendingStart, startDeadlineCeilingMs, startDeadlineLateCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
+import { startDeadlineCeilingMs, startDeadlineLateCeilingMs, StartDeadlines } from './lateStarts/startDeadlines';
 import { LatePutBacks } from './lateStarts/latePutBacks';
+import { ProcessorStarts } from './lateStarts/processorStarts';
 import { SlotRequests, SlotServer } from './slots/slotRequests';
 import { ProcessedJobs } from './completion/processedJobs';
 import { DispatchDelay } from './completion/dispatchDelay';
@@ -67,6 +67,8 @@ export class ConnectedGate implements SlotServer {
   readonly completer: JobCompleter;
   /** Jobs lateStart refused, through their put-back's steps (ThrottledWorker.handleFailed calls ready and moved). */
   readonly latePutBacks: LatePutBacks;
+  /** Each processor's start against its delivery's deadline (ThrottledWorker's wrapper and callProcessJob). */
+  readonly starts: ProcessorStarts;
   readonly heartbeat: GateHeartbeat;
   private readonly placer: HeldJobPlacer;
   private readonly namespaceCheck: NamespaceCheck;
@@ -122,6 +124,10 @@ export class ConnectedGate implements SlotServer {
     });
     this.latePutBacks = new LatePutBacks({
       delivery: this.delivery, runner: this.runner, queue: { keys: queueKeys, marker: attached.backend.keys.marker }, logger: options.logger, queueName: options.queue,
+    });
+    this.starts = new ProcessorStarts({
+      deadlines: this.deadlines, latePutBacks: this.latePutBacks, recovery: gate.recovery, delivery: this.delivery,
+      report: (task, error) => failures.report(task, error),
     });
     this.heldRelease = new HeldJobRelease(options.prefix, options.logger);
     this.heartbeat = new GateHeartbeat({
@@ -216,47 +222,6 @@ export class ConnectedGate implements SlotServer {
     if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
     // Another worker published a new generation (a throttle came or went): catch up and reclassify.
     if (this.lifecycle.config && reply.gen !== this.lifecycle.config.gen) this.heartbeat.refreshInBackground();
-  }
-
-  /** The processor is about to start on the job: its delivery when it came too late to start (then put back: latePutBacks). */
-  lateStart(jobId: string | undefined): LateDelivery | undefined {
-    const late = this.deadlines.lateStart(jobId);
-    if (late) this.putBackLate(late);
-    return late;
-  }
-
-  /** The job's delivery, taken for its processor's start (ThrottledWorker's wrapper; undefined: no start deadline). */
-  pendingStart(jobId: string | undefined): PendingStart | undefined {
-    return this.deadlines.take(jobId);
-  }
-
-  /** A delivery taken whose processor came to start at `now`, too late: it goes back held. */
-  refuseStart(delivery: PendingStart, now: number): LateDelivery {
-    const late = this.deadlines.refuse(delivery, now);
-    this.putBackLate(late);
-    return late;
-  }
-
-  /**
-   * A delivery taken whose processor was called at `checkedAt`, in time, and returned from its synchronous start at
-   * `returnedAt`. Past the deadline by then (the process was descheduled after the check, or the start itself took
-   * that long), the processor may have reached the API after its tokens stop counting: they count longer, as if
-   * the delivery call had carried the lease the start took (lua/countLateStart-n.lua says why that is in time).
-   */
-  started(delivery: PendingStart, checkedAt: number, returnedAt: number): void {
-    this.deadlines.started(delivery, checkedAt);
-    const tookMs = returnedAt - delivery.sentAt;
-    if (tookMs <= delivery.deadlineMs) return;
-    const toLeaseMs = Math.ceil(tookMs) + 1;
-    this.deadlines.countedLonger();
-    this.gate.recovery.countedLonger(toLeaseMs);
-    const late = { jobId: delivery.jobId, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
-    this.delivery.countLateStart(late, toLeaseMs).catch((error) => this.gate.failures.report('counting a late start for longer', error));
-  }
-
-  private putBackLate(late: LateDelivery): void {
-    this.gate.recovery.putBack(late.ticket, late.repliedAt);
-    this.latePutBacks.begin(late);
   }
 
   /** Takes a batch of newly added jobs and holds each in its class; resolves to how many were placed. */

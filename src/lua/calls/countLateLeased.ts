@@ -3,7 +3,7 @@ import { fixedCall, fixedKeysScript, ScriptArg, sendCall } from './scriptCall';
 
 /**
  * lua/countLateLeased-1.lua, the namespace's grantor: the grants a started job's tokens came from count longer, its
- * processor having returned from its synchronous start past their expiry (ConnectedGate.started says when).
+ * processor having returned from its synchronous start past their expiry (ProcessorStarts.started says when).
  */
 export const countLateLeasedScript = fixedKeysScript('countLateLeased', ['slot']);
 

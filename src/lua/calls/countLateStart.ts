@@ -4,7 +4,7 @@ import { ScriptArg, sendCall, variableCall, variableKeysScript } from './scriptC
 
 /**
  * lua/countLateStart-n.lua, in the namespace's slot: a started job's tokens count for longer in the windows that
- * counted them with a shorter lease than its start took, and its rates' TATs go later (ConnectedGate.started says when).
+ * counted them with a shorter lease than its start took, and its rates' TATs go later (ProcessorStarts.started says when).
  */
 export const countLateStartScript = variableKeysScript('countLateStart');
 

@@ -112,6 +112,11 @@ export interface PendingStart {
   readonly batch: number;
 }
 
+/** What a delivery was counted with, to give back (a late start) or count longer (a start late after its check). */
+export function lateDeliveryOf(delivery: PendingStart): LateDelivery {
+  return { jobId: delivery.jobId, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
+}
+
 /**
  * The processor is what spends a delivery, so the guarantee is kept where the API sees it by the design's rule 1
  * with the processor as the spender: every delivery counts for W + h (the delivery call carries h as its lease),
@@ -220,7 +225,7 @@ export class StartDeadlines {
     this.sample(now - delivery.sentAt, true);
     this.putBackCount++;
     this.batches.late(delivery.sentAt, delivery.batch);
-    return { jobId: delivery.jobId, hMs: delivery.hMs, deadlineMs: delivery.deadlineMs, grantUs: delivery.grantUs, ticket: delivery.ticket, repliedAt: delivery.repliedAt };
+    return lateDeliveryOf(delivery);
   }
 
   /** A delivery taken whose processor was called at `checkedAt`, in time. */

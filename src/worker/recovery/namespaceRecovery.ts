@@ -64,7 +64,7 @@ export class NamespaceRecovery {
     this.memory.forget(ticket, repliedAt);
   }
 
-  /** A started job's tokens count with a longer lease than its delivery call's (ConnectedGate.started). */
+  /** A started job's tokens count with a longer lease than its delivery call's (ProcessorStarts.started). */
   countedLonger(leaseMs: number): void {
     this.memory.noteLongerLease(leaseMs);
   }
