@@ -73,6 +73,10 @@ end
 -- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
 -- that waits again (false) brings no new ones.
 function placeJobs.wait(input, run, member, order, bucket, atUs, filedJob)
+  -- A waiting class is not ready: a woken one (in ready-classes) whose newer job, ahead of its head, was found not
+  -- to fit waits from now on, and the head read before it is skipped (includes/takeJobsBody), else it waited
+  -- twice and its held jobs counted twice in the queue's blocked figure and the bucket's waiting one.
+  rcall('ZREM', input.readyClassesKey, member)
   rcall('HSET', input.classStateKey, member, bucket.id)
   rcall('ZADD', waitersKey(input.queueBase, bucket.id), intArg(order), member)
   -- In us: a worker waiting for room comes back within a ms of it only if it knows it to the us. An earlier

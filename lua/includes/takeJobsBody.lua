@@ -129,13 +129,16 @@ local function takeJobs(input)
       if #classHead == 0 then break end
       local member, order = classHead[1], tonumber(classHead[2])
       local classKey = classJobsKey(input.queueBase, member)
-      local fits, bucketsOrFull, fullAtUs = placeJobs.checkClass(run, member)
-      if fits == 'stale' then
+      -- Read before a newer job of the class, ahead of its head, made it wait (placeJobs.wait): no longer ready.
+      local fits, bucketsOrFull, fullAtUs = 'waiting', nil, nil
+      if not run.waitingOn[member] then fits, bucketsOrFull, fullAtUs = placeJobs.checkClass(run, member) end
+      if fits == 'waiting' then
+        -- Nothing: the next head is read below.
+      elseif fits == 'stale' then
         rcall('ZREM', input.readyClassesKey, member)
         rcall('SADD', input.staleKey, member)
         budget = budget - 1
       elseif fits == nil then
-        rcall('ZREM', input.readyClassesKey, member)
         placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, false)
         budget = budget - 1
       else

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { Redis } from 'ioredis';
-import { registerThrottleMetrics, Throttle, ThrottleAdmin } from '../../src';
+import { Key, registerThrottleMetrics, Throttle, ThrottleAdmin } from '../../src';
 import { waitFor, WorkerTestBed } from '../support/bullmq';
 import { newRedis } from '../support/redis';
 import { seriesValue } from '../metrics/scenario';
@@ -82,5 +82,34 @@ describe('jobs that wait', () => {
     } finally {
       await metrics.close();
     }
+  });
+
+  it('a class woken by its bucket\'s room that finds another bucket taken waits once: the held figure stays the jobs held', async () => {
+    // x's jobs count in 'per-customer' (1 per 1 s for x) and 'api' (2 per 1 h, shared with y). x2 (priority 5) waits
+    // for x's room; while the worker is paused, y (priority 1) and x3 (priority 3) are added. When x's room returns,
+    // the call that wakes x's class delivers y (api's last room), then finds x3, ahead of the class's head, short of
+    // api: the class waits on api, and must not wait a second time as a class still ready (its two held jobs were
+    // then counted twice in the held figure).
+    const queue = bed.queue('woken');
+    const done: string[] = [];
+    const throttles = [Throttle.named('per-customer').key([Key.data('c')]).limit(1, '1s'), Throttle.named('api').limit(2, '1h')];
+    const worker = bed.worker('woken', async (job) => { done.push(job.name); }, { concurrency: 5, throttles });
+    const admin = new ThrottleAdmin({ connection: bed.connection, prefix: bed.prefix });
+    bed.onClose(() => admin.close());
+    const held = async () => (await admin.queueStats('woken')).heldByFullBuckets;
+    await queue.add('x1', { c: 'x' });
+    await waitFor(() => done.length === 1, 10_000, 'x1');
+    const roomAt = performance.now() + 1_100;
+    await queue.add('x2', { c: 'x' }, { priority: 5 });
+    await waitFor(async () => (await held()) === 1, 10_000, 'x2 held');
+    await worker.pause(true);
+    await queue.add('y', { c: 'y' }, { priority: 1 });
+    await queue.add('x3', { c: 'x' }, { priority: 3 });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, roomAt - performance.now())));
+    worker.resume();
+    await waitFor(() => done.length === 2, 10_000, 'y');
+    expect(done).toEqual(['x1', 'y']);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await held()).toBe(2);
   });
 });
