@@ -129,11 +129,12 @@ local function takeJobs(input)
       if #classHead == 0 then break end
       local member, order = classHead[1], tonumber(classHead[2])
       local classKey = classJobsKey(input.queueBase, member)
-      -- Read before a newer job of the class, ahead of its head, made it wait (placeJobs.wait): no longer ready.
+      -- Waiting (a newer job of the class, ahead of its head, found no room after the head was read): not ready.
       local fits, bucketsOrFull, fullAtUs = 'waiting', nil, nil
       if not run.waitingOn[member] then fits, bucketsOrFull, fullAtUs = placeJobs.checkClass(run, member) end
       if fits == 'waiting' then
-        -- Nothing: the next head is read below.
+        -- Out of ready-classes (placeJobs.wait took it out already, unless an older build left it in both).
+        rcall('ZREM', input.readyClassesKey, member)
       elseif fits == 'stale' then
         rcall('ZREM', input.readyClassesKey, member)
         rcall('SADD', input.staleKey, member)
