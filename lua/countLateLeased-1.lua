@@ -24,6 +24,7 @@ local rcall = redis.call
 --- @include "includes/schedulerKeys"
 --- @include "includes/windowCounter"
 --- @include "includes/bucketCounters"
+--- @include "includes/countLonger"
 
 local throttlePrefix = ARGV[1]
 local byMs = tonumber(ARGV[2])
@@ -36,11 +37,7 @@ for _ = 1, tonumber(ARGV[3]) do
   at = at + 4
   local counters = bucketCounters(throttlePrefix, bucket, now)
   if counters then
-    for i = 1, #counters do
-      local counter = counters[i]
-      removeTokens(counter, grantUs, leaseMs, now, count)
-      addTokensReleasedAt(counter, grantUs + (counter.g.windowMs + leaseMs + byMs) * 1000, count)
-    end
+    for i = 1, #counters do countTokensLonger(counters[i], grantUs, leaseMs, leaseMs + byMs, now, count) end
     -- A forgotten TAT is not written again: the grant's own TAT is not known here (its tokens were leased in a pool).
     if counters.rate then rateKind.countLater(counters.rate.key, 0, byMs * 1000, leaseMs + byMs, now) end
     moved = moved + 1

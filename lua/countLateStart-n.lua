@@ -36,6 +36,7 @@ local rcall = redis.call
 
 --- @include "includes/nowUs"
 --- @include "includes/windowCounter"
+--- @include "includes/countLonger"
 --- @include "includes/rateCounter"
 --- @include "includes/intArg"
 
@@ -55,8 +56,7 @@ for g = 1, groups do
     counters[index] = counter
   end
   if toLeaseMs > fromLeaseMs then
-    if removeTokens(counter, grantUs, fromLeaseMs, now, count) > 0 then moved = moved + 1 end
-    addTokensReleasedAt(counter, grantUs + (windowMs + toLeaseMs) * 1000, count)
+    if countTokensLonger(counter, grantUs, fromLeaseMs, toLeaseMs, now, count) then moved = moved + 1 end
   end
 end
 for _, counter in pairs(counters) do saveCounter(counter) end
