@@ -116,24 +116,20 @@ export function lateStartCounts(late: LateDelivery, toLeaseMs: number): { window
  * Each return names the job and its delivery, so that it is taken once, and never for another job's tokens.
  */
 export function lateLeasedReturns(late: LateDelivery): ReturnGroup[] {
-  return bucketsOfTicket(late.ticket).flatMap((b) => b.grants.map((grant) => {
-    const [grantUs, leaseMs, rest] = splitGrant(grant);
-    const hash = rest.lastIndexOf('#');
-    return {
-      bucketId: b.bucketId,
-      grantUs: Number(grantUs),
-      leaseMs: Number(leaseMs),
-      nonce: `${rest.slice(0, hash)}/l.${late.jobId}.${late.grantUs}`,
-      count: Number(rest.slice(hash + 1)),
-    };
-  }));
+  return grantsOfTicket(late.ticket).map(({ nonce, ...grant }) => ({ ...grant, nonce: `${nonce}/l.${late.jobId}.${late.grantUs}` }));
 }
 
 /** Leased delivery: the grants a started job's tokens came from, to count longer (lua/countLateLeased-1.lua). */
 export function lateLeasedGrants(late: LateDelivery): LateLeasedGrant[] {
-  return bucketsOfTicket(late.ticket).flatMap((b) => b.grants.map((grant) => {
+  return grantsOfTicket(late.ticket).map(({ nonce: _nonce, ...grant }) => grant);
+}
+
+/** A leased ticket's grants: each one's bucket, grant time, lease, nonce and the units it gave the job. */
+function grantsOfTicket(ticket: string): (LateLeasedGrant & { nonce: string })[] {
+  return bucketsOfTicket(ticket).flatMap((b) => b.grants.map((grant) => {
     const [grantUs, leaseMs, rest] = splitGrant(grant);
-    return { bucketId: b.bucketId, grantUs: Number(grantUs), leaseMs: Number(leaseMs), count: Number(rest.slice(rest.lastIndexOf('#') + 1)) };
+    const hash = rest.lastIndexOf('#');
+    return { bucketId: b.bucketId, grantUs: Number(grantUs), leaseMs: Number(leaseMs), nonce: rest.slice(0, hash), count: Number(rest.slice(hash + 1)) };
   }));
 }
 

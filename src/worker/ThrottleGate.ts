@@ -9,7 +9,6 @@ import { FinishArgs, Finished, Gate, GatedQueue } from '../bullmq/BullmqAdapter'
 import { GateFailures } from './gateFailures';
 import { clientOrRefusal } from './clientOrRefusal';
 import { assertNamespaceUsable } from '../keys/hashSlotTag';
-import { LateDelivery } from '../delivery/lateStartTickets';
 import { NamespaceRecovery } from './recovery/namespaceRecovery';
 import { StartDeadlines } from './lateStarts/startDeadlines';
 import { LatePutBacks } from './lateStarts/latePutBacks';
@@ -283,15 +282,10 @@ export class ThrottleGate implements Gate {
     return next;
   }
 
-  /** The processor is about to start on the job: its delivery when it came too late to start (then put back: latePutBacks). */
-  lateStart(jobId: string | undefined): LateDelivery | undefined {
-    return this.connected?.starts.lateStart(jobId);
-  }
-
   /**
-   * Where a processor function's start is checked (ThrottledWorker's wrapper): pendingStart, then the clock, then
-   * the processor at once or refuseStart, and started once the processor returned. Undefined before the gate
-   * connects (nothing was delivered through it then).
+   * Where each processor's start is checked: in ThrottledWorker's wrapper pendingStart, then the clock, then the
+   * processor at once or refuseStart, and started once the processor returned; lateStart for a sandboxed one.
+   * Undefined before the gate connects (nothing was delivered through it then).
    */
   get starts(): ProcessorStarts | undefined {
     return this.connected?.starts;

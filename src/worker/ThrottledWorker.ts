@@ -255,7 +255,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
     // A processor function checks its deadline itself, right before it runs (the wrapper in the constructor).
     if (!this.checksItsOwnStart) {
-      const late = this.gate.lateStart(job.id);
+      const late = this.gate.starts?.lateStart(job.id);
       if (late) return Promise.reject(new LateStartError(job.id, late.deadlineMs));
     }
     return super.callProcessJob(job, token, signal);
