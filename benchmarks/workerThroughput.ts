@@ -6,6 +6,7 @@ import { ThrottledWorker } from '../src/worker/ThrottledWorker';
 import { addBacklog, BullmqRig, waitUntil } from './support/bullmqRig';
 import { loadNote } from './support/loadNote';
 import { commandsCalled, redisCpuDelta, redisCpuSnapshot } from './support/redisCpu';
+import { describeScriptTimes, readScriptTimes, ScriptTime, slowlogWanted, startScriptTimes } from './support/scriptTimes';
 import { round, summarize } from './support/summary';
 import type { Benchmark, BenchmarkContext, Row } from './types';
 
@@ -29,6 +30,9 @@ export const NEVER_BINDING_THROTTLES = [
 
 type Kind = 'plain' | 'throttled';
 
+/** SLOWLOG reconfigures the server and slows it: only on the benchmark's own redis-server. */
+const SLOWLOG = slowlogWanted() && !process.env.REDIS_URL;
+
 interface Drain {
   jobsPerSecond: number;
   nodeCpuUsPerJob: number;
@@ -38,6 +42,8 @@ interface Drain {
   commandsPerJob: number;
   /** The commands called most per job, for the log. */
   topCommands: string;
+  /** With BENCH_SLOWLOG=1: Redis time per script (support/scriptTimes). */
+  scriptTimes: ScriptTime[];
 }
 
 /** Adds the backlog, then starts one worker of `kind` and times it from the first job processed to the last completed. */
@@ -57,6 +63,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
       if (seen.has(job.id!)) duplicates++;
       seen.add(job.id!);
     };
+    if (SLOWLOG) await startScriptTimes(context.redis);
     const redisBefore = await redisCpuSnapshot(context.redis);
     const cpuBefore = process.cpuUsage();
     const options = { connection: rig.connection, prefix: rig.prefix, concurrency };
@@ -70,6 +77,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
       .catch((error: Error) => { throw new Error(`${error.message}; completed ${completed}, failed ${failed}`); });
     const cpu = process.cpuUsage(cpuBefore);
     const redis = redisCpuDelta(redisBefore, await redisCpuSnapshot(context.redis));
+    const scriptTimes = SLOWLOG ? await readScriptTimes(context.redis) : [];
     rig.assertNoErrors(`${kind} run ${run}`);
     if (failed > 0) throw new Error(`${kind} run ${run}: ${failed} job(s) failed with a processor that cannot fail`);
     if (duplicates > 0 || seen.size !== JOBS) throw new Error(`${kind} run ${run}: ${seen.size} distinct jobs processed, ${duplicates} processed twice (expected ${JOBS}, 0)`);
@@ -82,6 +90,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
       commandsPerJob: commandsCalled(redis) / JOBS,
       topCommands: Object.entries(redis.calls).sort((a, b) => b[1] - a[1]).slice(0, 10)
         .map(([name, calls]) => `${name} ${(calls / JOBS).toFixed(2)}`).join(', '),
+      scriptTimes,
     };
   } finally {
     await rig.close();
@@ -122,6 +131,7 @@ export const workerThroughput: Benchmark = {
         for (const kind of ['plain', 'throttled'] as const) {
           const result = await drain(context, kind, run, concurrency);
           context.log(`  ${kind} (concurrency ${concurrency}) run ${run}: ${Math.round(result.jobsPerSecond)} jobs/s; per job: ${result.topCommands}`);
+          for (const line of describeScriptTimes(result.scriptTimes, JOBS)) context.log(`    ${line}`);
           drains[kind].push(result);
         }
       }
@@ -169,6 +179,7 @@ export const workerThroughput: Benchmark = {
         '  EVALSHA = INFO commandstats cmdstat_evalsha usec (every Lua script, bullmq\'s and ours, commands inside included) and calls.',
         '  Redis commands/job: every command Redis executed, those inside scripts included (the scripts, INFO, SCAN, DEL left out).',
         '  Counters are read as differences of snapshots (no CONFIG RESETSTAT); on a shared REDIS_URL they include other clients.',
+        ...(SLOWLOG ? ['BENCH_SLOWLOG=1: every command logged in SLOWLOG (Redis some 20 % slower); the log lines give Redis time per script.'] : []),
         'Node and Redis share the machine\'s cores, so the ratio is set by whichever side saturates first.',
         `${load} at start.`,
       ],

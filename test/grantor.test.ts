@@ -173,7 +173,8 @@ describe('Grantor.wait', () => {
 
   it('sleeps until room returns instead of polling', async () => {
     const slow = Throttle.named('slow').limit(1, 400);
-    const calls = jest.spyOn(grantor, 'grantBatch');
+    // decide: what every grant and wait asks Redis through (private).
+    const calls = jest.spyOn(grantor as unknown as { decide: () => Promise<unknown> }, 'decide');
     const first = await grantor.wait([{ throttle: slow }]);
     const second = await grantor.wait([{ throttle: slow }], { maxWaitMs: 2000 });
     expect(first.granted && second.granted).toBe(true);
@@ -183,11 +184,17 @@ describe('Grantor.wait', () => {
     expect(calls.mock.calls.length).toBeLessThanOrEqual(4);
   });
 
-  it('resolves not granted once maxWaitMs has passed', async () => {
+  it('refuses at once when the room would come after maxWaitMs (WaitMaxDuration)', async () => {
     const slow = Throttle.named('slower').limit(1, '1m');
-    await grantor.wait([{ throttle: slow }]);
-    const result = await grantor.wait([{ throttle: slow }], { maxWaitMs: 100 });
+    const first = await grantor.wait([{ throttle: slow }]);
+    if (!first.granted) throw new Error('the first wait was refused');
+    const calls = jest.spyOn(grantor as unknown as { decide: () => Promise<unknown> }, 'decide');
+    // Sleeping until the deadline would outlast the test's timeout: the refusal must come from the first ask.
+    const result = await grantor.wait([{ throttle: slow }], { maxWaitMs: 30_000 });
     expect(result.granted).toBe(false);
+    if (result.granted) return;
+    expect(result.retryAt).toBeGreaterThanOrEqual(first.grantedAt + 60_000);
+    expect(calls).toHaveBeenCalledTimes(1);
   });
 
   it('stops when its signal aborts', async () => {

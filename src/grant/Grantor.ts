@@ -83,7 +83,11 @@ export interface GrantorInternals {
  */
 export interface WaitOptions {
   /**
-   * Give up after this long (ms, measured on this process's clock): `wait` then resolves with the last refusal.
+   * The longest wait (ms, measured on this process's clock), seed 002's WaitMaxDuration: when the delivery's room
+   * would come later than that, `wait` resolves with the refusal at once (its `retryAt` says when), rather than
+   * sleep and be refused at the end; otherwise it sleeps until the room and tries again, and resolves with the
+   * last refusal once this has passed (other grants can take the room first). While a gather holds a throttle
+   * after a Redis node lost its counts, when its room returns is not known: it waits until this has passed.
    * Undefined: wait as long as it takes.
    * @default undefined
    */
@@ -272,7 +276,7 @@ export class Grantor {
 
   /**
    * Grants one delivery as soon as it fits, sleeping until the moment it could (never polling), or resolves
-   * not granted once maxWaitMs has passed.
+   * not granted: at once when the room would come after maxWaitMs, or once maxWaitMs has passed.
    *
    * @example
    * const result = await grantor.wait([{ throttle: stripe }], { maxWaitMs: 2000 });
@@ -292,7 +296,9 @@ export class Grantor {
       const roomMs = Math.max(1, Math.ceil(result.retryAt - nowUs / 1000));
       const untilRoomMs = gathering ? Math.min(roomMs, GATHER_POLL_MS) : roomMs;
       const leftMs = deadline - Date.now();
-      if (leftMs <= 0) return result;
+      // Room that comes only after the deadline is not waited for (seed 002's WaitMaxDuration). While a gather
+      // holds the throttle, its end is not known, so the wait goes on until the deadline.
+      if (leftMs <= 0 || (!gathering && roomMs > leftMs)) return result;
       await sleep(Math.min(untilRoomMs, leftMs), undefined, { signal: options.signal });
     }
   }

@@ -33,7 +33,9 @@ async function main(): Promise<void> {
       const left = deadline - Date.now();
       if (left <= 0) return;
       const result = await grantor.wait(DELIVERIES[kind], { maxWaitMs: left });
-      if (result.granted) grants.push({ kind, at: result.grantedAt });
+      // A refusal comes once the deadline passed or when room comes only after it: nothing more to take.
+      if (!result.granted) return;
+      grants.push({ kind, at: result.grantedAt });
     }
   }));
   await grantor.close();
