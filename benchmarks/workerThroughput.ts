@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'bullmq';
 import { Key } from '../src/declarations/Key';
+import { Missing } from '../src/declarations/Missing';
 import { Throttle } from '../src/declarations/Throttle';
 import { ThrottledWorker } from '../src/worker/ThrottledWorker';
 import { addBacklog, BullmqRig, waitUntil } from './support/bullmqRig';
@@ -28,7 +29,21 @@ export const NEVER_BINDING_THROTTLES = [
   Throttle.named('per-customer').key([Key.data('customer')]).limit(1_000_000, '1s'),
 ];
 
-type Kind = 'plain' | 'throttled';
+/**
+ * Issue 29's case of jobs no throttle applies to: the queue's one throttle keys on an attribute none of these jobs
+ * has, with the missing-key policy Unthrottled.
+ */
+const UNTOUCHED_THROTTLES = [
+  Throttle.named('per-tenant').key([Key.data('tenant')]).whenKeyMissing(Missing.Unthrottled).limit(10, '1s'),
+];
+
+type Kind = 'plain' | 'throttled' | 'untouched';
+
+const KIND_LABELS: Record<Kind, string> = {
+  plain: 'bullmq Worker',
+  throttled: 'ThrottledWorker (2 throttles, never binding)',
+  untouched: 'ThrottledWorker (no throttle applies: key missing, Unthrottled)',
+};
 
 /** SLOWLOG reconfigures the server and slows it: only on the benchmark's own redis-server. */
 const SLOWLOG = slowlogWanted() && !process.env.REDIS_URL;
@@ -69,7 +84,7 @@ async function drain(context: BenchmarkContext, kind: Kind, run: number, concurr
     const options = { connection: rig.connection, prefix: rig.prefix, concurrency };
     const worker: Worker = rig.track(kind === 'plain'
       ? new Worker('throughput', processor, options)
-      : new ThrottledWorker('throughput', processor, { ...options, throttles: NEVER_BINDING_THROTTLES, ...(process.env.BENCH_LEASE_MS ? { leaseMs: Number(process.env.BENCH_LEASE_MS) } : {}) }));
+      : new ThrottledWorker('throughput', processor, { ...options, throttles: kind === 'throttled' ? NEVER_BINDING_THROTTLES : UNTOUCHED_THROTTLES, ...(process.env.BENCH_LEASE_MS ? { leaseMs: Number(process.env.BENCH_LEASE_MS) } : {}) }));
     worker.on('completed', () => { if (++completed === JOBS) last = performance.now(); });
     worker.on('failed', () => { failed++; });
     await waitUntil(() => completed >= JOBS || failed > 0 || rig.errors.length > 0, DRAIN_TIMEOUT_MS,
@@ -101,7 +116,7 @@ function row(kind: Kind, concurrency: number, drains: readonly Drain[]): Row {
   const rate = summarize(drains.map((d) => d.jobsPerSecond));
   const median = (pick: (d: Drain) => number, digits: number) => round(summarize(drains.map(pick)).median, digits);
   return {
-    kind: kind === 'plain' ? 'bullmq Worker' : 'ThrottledWorker (2 throttles, never binding)',
+    kind: KIND_LABELS[kind],
     concurrency,
     runs: drains.map((d) => Math.round(d.jobsPerSecond).toLocaleString('en-US')).join(' / '),
     min: Math.round(rate.min),
@@ -125,10 +140,13 @@ export const workerThroughput: Benchmark = {
     const rows: Row[] = [];
     let ratio = 0;
     let moreRatio = 0;
+    let untouchedRatio = 0;
     for (const concurrency of [CONCURRENCY, MORE_CONCURRENCY]) {
-      const drains: Record<Kind, Drain[]> = { plain: [], throttled: [] };
+      const drains: Record<Kind, Drain[]> = { plain: [], throttled: [], untouched: [] };
+      // Jobs no throttle applies to are measured at the target's concurrency only.
+      const kinds: Kind[] = concurrency === CONCURRENCY ? ['plain', 'throttled', 'untouched'] : ['plain', 'throttled'];
       for (let run = 1; run <= RUNS; run++) {
-        for (const kind of ['plain', 'throttled'] as const) {
+        for (const kind of kinds) {
           const result = await drain(context, kind, run, concurrency);
           context.log(`  ${kind} (concurrency ${concurrency}) run ${run}: ${Math.round(result.jobsPerSecond)} jobs/s; per job: ${result.topCommands}`);
           for (const line of describeScriptTimes(result.scriptTimes, JOBS)) context.log(`    ${line}`);
@@ -146,6 +164,12 @@ export const workerThroughput: Benchmark = {
         moreRatio = medianRatio;
       }
       rows.push(plain, throttled);
+      if (drains.untouched.length > 0) {
+        const untouched = row('untouched', concurrency, drains.untouched);
+        untouched.ratio = round(Number(untouched.median) / Number(plain.median), 3);
+        untouchedRatio = untouched.ratio;
+        rows.push(untouched);
+      }
     }
     return {
       title: `Worker throughput: ThrottledWorker vs bullmq Worker (${JOBS.toLocaleString('en-US')} jobs; target at concurrency ${CONCURRENCY})`,
@@ -167,11 +191,12 @@ export const workerThroughput: Benchmark = {
       rows,
       notes: [
         `Ratio of medians throttled/plain at concurrency ${CONCURRENCY}: ${ratio} (target ≥ ${TARGET_RATIO}): ${ratio >= TARGET_RATIO ? 'pass' : 'FAIL'}.`,
+        `Jobs no throttle applies to (one throttle keyed on data.tenant, which no job has, whenKeyMissing(Unthrottled)), at concurrency ${CONCURRENCY}: ${untouchedRatio}.`,
         `At concurrency ${MORE_CONCURRENCY}, for comparison (no target): ${moreRatio}. More slots make larger delivery and completion batches,`,
         '  so each call\'s fixed cost is shared by more jobs, and more batches are under way at once for Node and Redis to overlap.',
         `Each run: ${JOBS.toLocaleString('en-US')} jobs over ${CUSTOMERS.toLocaleString('en-US')} customers added with addBulk (1,000 per call) before the worker starts,`,
         '  on a queue and prefix of its own; trivial async processor; jobs/s from the first processor call to the last "completed" event.',
-        `Plain and throttled alternate, ${RUNS} runs each per concurrency (plain, throttled, plain, ...); fixed sizes, BENCH_DURATION_MS is not used.`,
+        `Plain and throttled alternate, ${RUNS} runs each per concurrency (plain, throttled, untouched, plain, ...); fixed sizes, BENCH_DURATION_MS is not used.`,
         "Throttles: 'all' 10,000,000/1s (unkeyed) and 'per-customer' 1,000,000/1s keyed on data.customer: neither ever refuses.",
         `leaseMs: ${process.env.BENCH_LEASE_MS ?? "the worker's default ('auto': the start deadline)"} (BENCH_LEASE_MS sets it, e.g. 0 to compare without the deadline).`,
         'CPU per job is the median over runs, from worker start to the last completion (start-up and classification included):',
