@@ -210,10 +210,25 @@ function slotsInOrder(counter)
   return order
 end
 
+-- The tokens of slot k and their release time (us), this run's added ones included.
+local function slotAt(counter, k)
+  local value = tonumber(rcall('HGET', counter.key, intArg(k))) or 0
+  local count, offset = math.floor(value / counter.g.scale), value % counter.g.scale
+  if counter.added > 0 and k == counter.addedK then
+    count = count + counter.added
+    if counter.addedOffset > offset then offset = counter.addedOffset end
+  end
+  return count, (k - 1) * counter.g.slot + offset * counter.g.step
+end
+
 -- The earliest time (us) at which the counter holds at most max - count tokens (count: 1 unless given, a
 -- delivery's cost), given what is counted now. A full counter takes no more tokens within a script, so its
 -- answer for one token is worked out once per script (kept here, not in the counter, which has no field to spare).
+-- A counter at its limit is asked this by every delivery call that meets it: the slots are read one by one from
+-- the lowest that may hold tokens, which under a steady load holds the first release (one HGET), and the whole
+-- hash (up to (W + h) / slot + 4 fields, sorted) only when the first ROOM_WALK_LIMIT slots do not release enough.
 local roomAtUsOf = {}
+local ROOM_WALK_LIMIT = 8
 function roomAtUs(counter, count)
   count = count or 1
   if hasRoomFor(counter, count) then return 0 end
@@ -222,12 +237,24 @@ function roomAtUs(counter, count)
   local known = count == 1 and roomAtUsOf[counter]
   if known then return known end
   local at = counter.hi * counter.g.slot
-  local released = 0
-  for _, slot in ipairs(slotsInOrder(counter)) do
-    released = released + slot.count
+  local released, found = 0, false
+  local last = math.min(counter.hi, counter.lo + ROOM_WALK_LIMIT - 1)
+  for k = counter.lo, last do
+    local tokens, releaseUs = slotAt(counter, k)
+    released = released + tokens
     if released >= excess then
-      at = slot.releaseUs
+      at, found = releaseUs, true
       break
+    end
+  end
+  if not found and last < counter.hi then
+    released = 0
+    for _, slot in ipairs(slotsInOrder(counter)) do
+      released = released + slot.count
+      if released >= excess then
+        at = slot.releaseUs
+        break
+      end
     end
   end
   if count == 1 then roomAtUsOf[counter] = at end
