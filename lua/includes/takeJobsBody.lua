@@ -51,7 +51,8 @@ local function takeJobs(input)
   local limiterMs = input.workerLimiterMs or tonumber(rateLimitDuration)
   local rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey)
 
-  wakeDueBuckets(input, now)
+  -- Set when more buckets are due than this call wakes: no delivery may come after this order (includes/wakeDueBuckets).
+  local orderBound = wakeDueBuckets(input, now)
 
   local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
   local gen = stateFields[1] or ''
@@ -81,6 +82,8 @@ local function takeJobs(input)
     -- Sequence numbers handed out (freshJobs.order); when a fresh job's room on its way is awaited till
     -- (freshJobs.roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
     sequences = false, comingBackUs = 0, putBackExists = nil,
+    -- The loop stopped at orderBound: the next call wakes the buckets due that this one did not.
+    boundReached = false,
   }
 
   placeJobs.readAnyWaiting(input, run)
@@ -90,13 +93,20 @@ local function takeJobs(input)
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
     local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-    local job = freshJobs.head(input, run, entry == nil and classOrder == nil)
+    local job = freshJobs.head(input, run, entry == nil and classOrder == nil and orderBound == nil)
     local fromFresh = job ~= nil
-    if fromFresh and (entry ~= nil or classOrder ~= nil) then
+    if fromFresh and (entry ~= nil or classOrder ~= nil or orderBound ~= nil) then
       local first = freshJobs.order(input, run, job)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
+    if orderBound ~= nil then
+      local next = (fromFresh and job.order) or (fromJobs and order) or classOrder
+      if next == nil or next > orderBound then
+        run.boundReached = true
+        break
+      end
+    end
     if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
@@ -173,7 +183,7 @@ local function takeJobs(input)
     if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
     local comingBackUs = run.comingBackUs
     if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
-    if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
+    if run.boundReached or not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
         or (not run.deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then
       nextWakeUs, more = now, 1
     end
