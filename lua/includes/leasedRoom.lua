@@ -337,6 +337,35 @@ function comingRoom.askedSoon(member)
   return rank ~= false and rank < LEASED_ROOM.SOON_RANK
 end
 
+-- The least order among the waiting classes whose tokens the worker's next lease round brings (among the first
+-- SOON_RANK of lease-wants, a bucket of theirs asked for less than h ago); nil when none. A call delivers nothing
+-- ordered after it (includes/takeJobsBody): a held job whose room has come goes before later jobs, as in exact
+-- delivery, rather than wait for a slot no later job takes (the worker leases for waiting classes when a call
+-- leaves a slot unserved). Refills (order 0) are not classes. An ask past h no longer holds anything back, nor
+-- does a class a bucket of which the grantor said has no room yet (lease-room): its room may wait for tokens
+-- leased to the classes behind it (a class of cost 2 behind one of cost 1 holding the last token), which must
+-- then be spent, not held back.
+function comingRoom.firstAskedOrder()
+  local wants = rcall('ZRANGE', leasedContext.queueBase .. ':lease-wants', 0, LEASED_ROOM.SOON_RANK - 1, 'WITHSCORES')
+  local dryKey, roomKey = leasedContext.queueBase .. ':lease-dry', leasedContext.queueBase .. ':lease-room'
+  local now, leaseUs = leasedContext.now, leasedContext.leaseMs * 1000
+  for i = 1, #wants, 2 do
+    local order = tonumber(wants[i + 1])
+    local gen, buckets = parseClass(wants[i])
+    if order > 0 and gen == leaseArgs.gen then
+      local asked, lacking = false, false
+      for _, bucket in ipairs(buckets) do
+        local since = tonumber(rcall('HGET', dryKey, bucket.id))
+        if since ~= nil and since >= 0 and since + leaseUs > now then asked = true end
+        local said = tonumber(rcall('HGET', roomKey, bucket.id))
+        if said and said > now then lacking = true end
+      end
+      if asked and not lacking then return order end
+    end
+  end
+  return nil
+end
+
 -- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
 local function freshJobTaken(jobId) end
 

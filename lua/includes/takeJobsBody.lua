@@ -31,6 +31,30 @@
 --- @include "readyJobs"
 --- @include "freshJobs"
 
+-- Whether the main loop stops at `bound` (an order no delivery of the call may come after): when nothing is left
+-- to look at, or the next job comes after it and would be delivered (one that would be held is held still, in any
+-- order: that delivers nothing). fresh: the fresh job chosen (its order known), or entry: the ready job chosen,
+-- of order entryOrder, or else the first woken class (classHead).
+local function boundStops(input, run, bound, fresh, entry, entryOrder, classHead)
+  if fresh then
+    if fresh.order < bound then return false end
+    if run.someWaiting and placeJobs.waitingOnOf(input, run, freshJobs.memberOf(run, fresh)) then return false end
+    return placeJobs.checkBuckets(run, fresh.buckets) == true
+  end
+  local member
+  if entry then
+    if entryOrder < bound then return false end
+    member = string.sub(entry, 1, string.find(entry, '#', 1, true) - 1)
+    if placeJobs.waitingOnOf(input, run, member) then return false end
+  else
+    if #classHead == 0 then return true end
+    if tonumber(classHead[2]) < bound then return false end
+    member = classHead[1]
+    if run.waitingOn[member] then return false end
+  end
+  return placeJobs.checkClass(run, member) == true
+end
+
 -- Takes the call's jobs (input: includes/takeJobsInput's table); returns the run's state, the reply in run.reply.
 local function takeJobs(input)
   local tokens, refused = slotTokens(input)
@@ -87,30 +111,34 @@ local function takeJobs(input)
   }
 
   placeJobs.readAnyWaiting(input, run)
+  -- Leased delivery: no delivery may come after a waiting class whose tokens are on their way (includes/leasedRoom).
+  local comingOrder = comingRoom and comingRoom.firstAskedOrder()
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
     local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-    local job = freshJobs.head(input, run, entry == nil and classOrder == nil and orderBound == nil)
+    local bound = orderBound
+    if comingOrder and (bound == nil or comingOrder < bound) then bound = comingOrder end
+    local job = freshJobs.head(input, run, entry == nil and classOrder == nil and bound == nil)
     local fromFresh = job ~= nil
-    if fromFresh and (entry ~= nil or classOrder ~= nil or orderBound ~= nil) then
+    if fromFresh and (entry ~= nil or classOrder ~= nil or bound ~= nil) then
       local first = freshJobs.order(input, run, job)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
-    if orderBound ~= nil then
+    if bound ~= nil and boundStops(input, run, bound, fromFresh and job or nil, fromJobs and entry or nil, order, classHead) then
+      -- Past the due buckets' bound the next call comes at once; past a class's coming tokens, the slots left
+      -- unserved have the worker lease them.
       local next = (fromFresh and job.order) or (fromJobs and order) or classOrder
-      if next == nil or next > orderBound then
-        run.boundReached = true
-        break
-      end
+      run.boundReached = orderBound ~= nil and (next == nil or next > orderBound)
+      break
     end
     if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
-      freshJobs.place(input, run, freshJobs.take(input, run))
+      if freshJobs.place(input, run, freshJobs.take(input, run)) == 'waits' and comingRoom then comingOrder = comingRoom.firstAskedOrder() end
     elseif fromJobs then
       -- Takes the head from ready-jobs (includes/readyJobs: removed at the end).
       run.readyAt = run.readyAt + 2
@@ -130,6 +158,7 @@ local function takeJobs(input)
         elseif fits == nil then
           placeJobs.file(input, run, member, jobId, order)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
+          if comingRoom then comingOrder = comingRoom.firstAskedOrder() end
           budget = budget - 1
         else
           placeJobs.deliver(input, run, jobId, bucketsOrFull, true)
@@ -151,6 +180,7 @@ local function takeJobs(input)
         budget = budget - 1
       elseif fits == nil then
         placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, false)
+        if comingRoom then comingOrder = comingRoom.firstAskedOrder() end
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
