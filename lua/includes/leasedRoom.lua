@@ -342,9 +342,9 @@ end
 -- ordered after it (includes/takeJobsBody): a held job whose room has come goes before later jobs, as in exact
 -- delivery, rather than wait for a slot no later job takes (the worker leases for waiting classes when a call
 -- leaves a slot unserved). Refills (order 0) are not classes. An ask past h no longer holds anything back, nor
--- does a class a bucket of which the grantor said has no room yet (lease-room): its room may wait for tokens
--- leased to the classes behind it (a class of cost 2 behind one of cost 1 holding the last token), which must
--- then be spent, not held back.
+-- does a class a bucket of which the grantor said has no room yet (lease-room). Also returns the class's bucket
+-- ids (a set): jobs that draw from one of them are not held back, since the class's room may wait for the tokens
+-- leased to them (a class of cost 2 behind one of cost 1 holding the last token), which must then be spent.
 function comingRoom.firstAskedOrder()
   local wants = rcall('ZRANGE', leasedContext.queueBase .. ':lease-wants', 0, LEASED_ROOM.SOON_RANK - 1, 'WITHSCORES')
   local dryKey, roomKey = leasedContext.queueBase .. ':lease-dry', leasedContext.queueBase .. ':lease-room'
@@ -360,10 +360,14 @@ function comingRoom.firstAskedOrder()
         local said = tonumber(rcall('HGET', roomKey, bucket.id))
         if said and said > now then lacking = true end
       end
-      if asked and not lacking then return order end
+      if asked and not lacking then
+        local ids = {}
+        for _, bucket in ipairs(buckets) do ids[bucket.id] = true end
+        return order, ids
+      end
     end
   end
-  return nil
+  return nil, nil
 end
 
 -- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
@@ -381,6 +385,9 @@ local function noteBlocked(member, order, bucket, atUs)
   rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', intArg(order), member)
   -- Asked for now: coming, for the class's fresh jobs behind, while among the first asked (askedSoon).
   comingRoom.markAsked(bucket.id)
+  -- The call's bound of coming tokens is read again (includes/takeJobsBody): only after an ask, which is rarer
+  -- than a wait.
+  comingRoom.asked = true
 end
 
 local function saveRoom()

@@ -11,7 +11,9 @@
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
-  room the grantor named has come, and comes only once they are asked for) }.
+  room the grantor named has come, and comes only once they are asked for), firstAskedOrder() (the least order
+  of the waiting classes whose tokens are on their way: the call delivers nothing after it), asked (set by
+  noteBlocked when it asked for a class: firstAskedOrder is read again) }.
   takeJobs below is the call's order of work: the slots (includes/slotTokens), the room source's start,
   bullmq's delayed jobs and limiter, the wake of due buckets (includes/wakeDueBuckets); then the main loop,
   which takes jobs in queue order from the held jobs of classes with room (includes/readyJobs), the heads of
@@ -31,28 +33,37 @@
 --- @include "readyJobs"
 --- @include "freshJobs"
 
--- Whether the main loop stops at `bound` (an order no delivery of the call may come after): when nothing is left
--- to look at, or the next job comes after it and would be delivered (one that would be held is held still, in any
--- order: that delivers nothing). fresh: the fresh job chosen (its order known), or entry: the ready job chosen,
--- of order entryOrder, or else the first woken class (classHead).
-local function boundStops(input, run, bound, fresh, entry, entryOrder, classHead)
+-- The job the main loop looks at next, when a bound is set: its order (nil: none left), its buckets, and
+-- whether it would be delivered now (`past`: only worked out for an order past it; one that would be held is held
+-- in any order, which delivers nothing). fresh: the fresh job chosen (its order known), or entry: the ready job
+-- chosen, of order entryOrder, or else the first woken class (classHead).
+local function nextCandidate(input, run, past, fresh, entry, entryOrder, classHead)
   if fresh then
-    if fresh.order < bound then return false end
-    if run.someWaiting and placeJobs.waitingOnOf(input, run, freshJobs.memberOf(run, fresh)) then return false end
-    return placeJobs.checkBuckets(run, fresh.buckets) == true
+    if fresh.order <= past then return fresh.order, fresh.buckets, false end
+    if run.someWaiting and placeJobs.waitingOnOf(input, run, freshJobs.memberOf(run, fresh)) then return fresh.order, fresh.buckets, false end
+    return fresh.order, fresh.buckets, placeJobs.checkBuckets(run, fresh.buckets) == true
   end
-  local member
+  local member, order, waiting
   if entry then
-    if entryOrder < bound then return false end
-    member = string.sub(entry, 1, string.find(entry, '#', 1, true) - 1)
-    if placeJobs.waitingOnOf(input, run, member) then return false end
+    member, order = string.sub(entry, 1, string.find(entry, '#', 1, true) - 1), entryOrder
+    waiting = placeJobs.waitingOnOf(input, run, member)
+  elseif #classHead > 0 then
+    member, order = classHead[1], tonumber(classHead[2])
+    waiting = run.waitingOn[member]
   else
-    if #classHead == 0 then return true end
-    if tonumber(classHead[2]) < bound then return false end
-    member = classHead[1]
-    if run.waitingOn[member] then return false end
+    return nil, nil, false
   end
-  return placeJobs.checkClass(run, member) == true
+  local memberGen, buckets = parseClass(member)
+  if order <= past or waiting or memberGen ~= run.gen then return order, buckets, false end
+  return order, buckets, placeJobs.checkBuckets(run, buckets) == true
+end
+
+-- Whether any of the buckets is in the set of bucket ids.
+local function drawsFrom(buckets, ids)
+  for i = 1, #buckets do
+    if ids[buckets[i].id] then return true end
+  end
+  return false
 end
 
 -- Takes the call's jobs (input: includes/takeJobsInput's table); returns the run's state, the reply in run.reply.
@@ -112,7 +123,15 @@ local function takeJobs(input)
 
   placeJobs.readAnyWaiting(input, run)
   -- Leased delivery: no delivery may come after a waiting class whose tokens are on their way (includes/leasedRoom).
-  local comingOrder = comingRoom and comingRoom.firstAskedOrder()
+  local comingOrder, comingBuckets = nil, nil
+  if comingRoom then comingOrder, comingBuckets = comingRoom.firstAskedOrder() end
+  -- After a class waited: one asked for there may bound the rest of the call.
+  local function readAskedAgain()
+    if comingRoom and comingRoom.asked then
+      comingRoom.asked = false
+      comingOrder, comingBuckets = comingRoom.firstAskedOrder()
+    end
+  end
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
@@ -128,17 +147,22 @@ local function takeJobs(input)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
-    if bound ~= nil and boundStops(input, run, bound, fromFresh and job or nil, fromJobs and entry or nil, order, classHead) then
-      -- Past the due buckets' bound the next call comes at once; past a class's coming tokens, the slots left
-      -- unserved have the worker lease them.
-      local next = (fromFresh and job.order) or (fromJobs and order) or classOrder
-      run.boundReached = orderBound ~= nil and (next == nil or next > orderBound)
-      break
+    if bound ~= nil then
+      local nextOrder, nextBuckets, delivers = nextCandidate(input, run, bound, fromFresh and job or nil, fromJobs and entry or nil, order, classHead)
+      -- Past the due buckets' bound the next call comes at once; past a class's coming tokens (unless the job
+      -- draws from one of its buckets), the slots left unserved have the worker lease them.
+      local pastDue = orderBound ~= nil and (nextOrder == nil or (delivers and nextOrder > orderBound))
+      local pastComing = comingOrder ~= nil and delivers and nextOrder > comingOrder and not drawsFrom(nextBuckets, comingBuckets)
+      if pastDue or pastComing then
+        run.boundReached = pastDue
+        break
+      end
     end
     if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
-      if freshJobs.place(input, run, freshJobs.take(input, run)) == 'waits' and comingRoom then comingOrder = comingRoom.firstAskedOrder() end
+      freshJobs.place(input, run, freshJobs.take(input, run))
+      readAskedAgain()
     elseif fromJobs then
       -- Takes the head from ready-jobs (includes/readyJobs: removed at the end).
       run.readyAt = run.readyAt + 2
@@ -158,7 +182,7 @@ local function takeJobs(input)
         elseif fits == nil then
           placeJobs.file(input, run, member, jobId, order)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
-          if comingRoom then comingOrder = comingRoom.firstAskedOrder() end
+          readAskedAgain()
           budget = budget - 1
         else
           placeJobs.deliver(input, run, jobId, bucketsOrFull, true)
@@ -180,7 +204,7 @@ local function takeJobs(input)
         budget = budget - 1
       elseif fits == nil then
         placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, false)
-        if comingRoom then comingOrder = comingRoom.firstAskedOrder() end
+        readAskedAgain()
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
