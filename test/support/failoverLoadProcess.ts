@@ -11,6 +11,7 @@ import { Job, Queue, Worker } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import pino from 'pino';
 import { Throttle, ThrottledWorker } from '../../src';
+import { reviveEndedConnection } from '../../src/redis/reviveEndedConnection';
 import type { FailoverLoadConfig, LoadQueueResult, LoadResult, LoadQueueSpec } from './failoverLoad';
 
 const config = JSON.parse(process.env.FAILOVER_LOAD ?? '{}') as FailoverLoadConfig;
@@ -38,9 +39,14 @@ function connect(): Redis | Cluster {
     ? new Cluster(c.seeds, { ...(c.clusterOptions ?? {}), redisOptions: { maxRetriesPerRequest: null } })
     : new Redis({ sentinels: c.sentinels, name: c.name, maxRetriesPerRequest: null, ...(c.failoverSettings ? SENTINEL_FAILOVER_SETTINGS : {}), ...(c.redisOptions ?? {}) });
   client.on('error', () => undefined);
+  // What docs/redis.md asks of the app's other clients on the failover settings (queues, plain workers): ioredis can
+  // end a Sentinel client for good mid-reconnect (redis/ioredis#1683). A CI rehearsal saw both queues' clients end
+  // so after a kill -9, every job state read then failing with "Connection is closed.".
+  if (c.kind !== 'cluster' && c.failoverSettings) reviveEndedConnection(client, pino({ level: 'warn' }, pino.destination(2)), 'load', () => !clientsClosing);
   clients.push(client);
   return client;
 }
+let clientsClosing = false;
 
 interface Running {
   spec: LoadQueueSpec;
@@ -151,6 +157,7 @@ async function finish(): Promise<void> {
   await Promise.all(running.map((r) => r.queue.close().catch(() => undefined)));
   const result: LoadResult = { queues: running.map((r) => r.result), closeHung, unhandled, uncaught };
   process.stdout.write(`@@RESULT ${JSON.stringify(result)}\n`);
+  clientsClosing = true;
   for (const client of clients) client.disconnect();
   process.exit(0);
 }
