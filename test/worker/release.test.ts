@@ -44,7 +44,15 @@ describe('releasing held jobs back to bullmq', () => {
   });
 
   const state = (queue: string) => new ThrottleKeys(bed.prefix).queue(queue).state;
-  const noLiveWorker = (queue: string) => async () => (await admin.liveEntries()).every((e) => e.queue !== queue);
+  // Lapsed in the registry and in the queue's own workers set, which releaseHeld reads: a worker writes the latter
+  // a moment after the former (publishQueueConfig after registerDeclarations), so it lapses that moment later
+  // (a loaded rehearsal saw releaseHeld answer 'declared' just after the registry said no live worker).
+  const noLiveWorker = (queue: string) => async () => {
+    if (!(await admin.liveEntries()).every((e) => e.queue !== queue)) return false;
+    const [seconds, micros] = await redis.time();
+    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return (await redis.zcount(new ThrottleKeys(bed.prefix).queue(queue).workers, `(${nowMs}`, '+inf')) === 0;
+  };
 
   /** A plain bullmq Worker of concurrency 1 takes `count` jobs; resolves to them in the order it took them. */
   async function drain(queue: string, count: number): Promise<Job[]> {
