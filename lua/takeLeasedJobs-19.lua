@@ -124,8 +124,6 @@ do
       -- (the worker does not ask for the class before then either).
       if roomInMs > 0 and (lacking == '' or lacking == bucket.id) then
         rcall('HSET', input.queueBase .. ':lease-room', bucket.id, intArg(depositNow + roomInMs * 1000))
-        -- The ask is answered: nothing is on its way for the bucket until it is asked again (at that time).
-        rcall('HDEL', input.queueBase .. ':lease-dry', bucket.id)
       elseif keep > 0 then
         rcall('HDEL', input.queueBase .. ':lease-room', bucket.id)
       end

@@ -166,8 +166,7 @@ function freshJobs.roomIsComing(input, run, job)
   return true
 end
 
--- A job straight from wait: delivered when its buckets have room, else held in its class; 'waits' when its class began
--- to wait on a bucket here.
+-- A job straight from wait: delivered when its buckets have room, else held in its class.
 function freshJobs.place(input, run, job)
   local blockedOn = run.someWaiting and placeJobs.waitingOnOf(input, run, freshJobs.memberOf(run, job))
   local fits, bucketsOrFull, fullAtUs
@@ -187,6 +186,5 @@ function freshJobs.place(input, run, job)
     rcall('SADD', input.staleKey, member)
   elseif not blockedOn then
     placeJobs.wait(input, run, member, freshJobs.order(input, run, job), bucketsOrFull, fullAtUs, job.id)
-    return 'waits'
   end
 end

@@ -337,39 +337,6 @@ function comingRoom.askedSoon(member)
   return rank ~= false and rank < LEASED_ROOM.SOON_RANK
 end
 
--- The least order among the waiting classes whose tokens the worker's next lease round brings (among the first
--- SOON_RANK of lease-wants, a bucket of theirs asked for less than h ago); nil when none. A call delivers nothing
--- ordered after it (includes/takeJobsBody): a held job whose room has come goes before later jobs, as in exact
--- delivery, rather than wait for a slot no later job takes (the worker leases for waiting classes when a call
--- leaves a slot unserved). Refills (order 0) are not classes. An ask past h no longer holds anything back, nor
--- does a class a bucket of which the grantor said has no room yet (lease-room). Also returns the class's bucket
--- ids (a set): jobs that draw from one of them are not held back, since the class's room may wait for the tokens
--- leased to them (a class of cost 2 behind one of cost 1 holding the last token), which must then be spent.
-function comingRoom.firstAskedOrder()
-  local wants = rcall('ZRANGE', leasedContext.queueBase .. ':lease-wants', 0, LEASED_ROOM.SOON_RANK - 1, 'WITHSCORES')
-  local dryKey, roomKey = leasedContext.queueBase .. ':lease-dry', leasedContext.queueBase .. ':lease-room'
-  local now, leaseUs = leasedContext.now, leasedContext.leaseMs * 1000
-  for i = 1, #wants, 2 do
-    local order = tonumber(wants[i + 1])
-    local gen, buckets = parseClass(wants[i])
-    if order > 0 and gen == leaseArgs.gen then
-      local asked, lacking = false, false
-      for _, bucket in ipairs(buckets) do
-        local since = tonumber(rcall('HGET', dryKey, bucket.id))
-        if since ~= nil and since >= 0 and since + leaseUs > now then asked = true end
-        local said = tonumber(rcall('HGET', roomKey, bucket.id))
-        if said and said > now then lacking = true end
-      end
-      if asked and not lacking then
-        local ids = {}
-        for _, bucket in ipairs(buckets) do ids[bucket.id] = true end
-        return order, ids
-      end
-    end
-  end
-  return nil, nil
-end
-
 -- A leased worker counts its jobs' concurrency itself (src/delivery/leased/concurrencyHolds.ts).
 local function freshJobTaken(jobId) end
 
@@ -385,9 +352,6 @@ local function noteBlocked(member, order, bucket, atUs)
   rcall('ZADD', leasedContext.queueBase .. ':lease-wants', 'NX', intArg(order), member)
   -- Asked for now: coming, for the class's fresh jobs behind, while among the first asked (askedSoon).
   comingRoom.markAsked(bucket.id)
-  -- The call's bound of coming tokens is read again (includes/takeJobsBody): only after an ask, which is rarer
-  -- than a wait.
-  comingRoom.asked = true
 end
 
 local function saveRoom()

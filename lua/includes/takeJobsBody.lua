@@ -11,9 +11,7 @@
   asked for are due within moments: fresh jobs wait in bullmq's lists rather than be filed), lackedAlone(source)
   (a fresh job lacked room in this bucket only), askedSoon(member) (the waiting class's tokens are in
   the next lease round), lookAgain(source) (a due bucket with no room wakes its waiters all the same: the
-  room the grantor named has come, and comes only once they are asked for), firstAskedOrder() (the least order
-  of the waiting classes whose tokens are on their way: the call delivers nothing after it), asked (set by
-  noteBlocked when it asked for a class: firstAskedOrder is read again) }.
+  room the grantor named has come, and comes only once they are asked for) }.
   takeJobs below is the call's order of work: the slots (includes/slotTokens), the room source's start,
   bullmq's delayed jobs and limiter, the wake of due buckets (includes/wakeDueBuckets); then the main loop,
   which takes jobs in queue order from the held jobs of classes with room (includes/readyJobs), the heads of
@@ -32,39 +30,6 @@
 --- @include "placeJobs"
 --- @include "readyJobs"
 --- @include "freshJobs"
-
--- The job the main loop looks at next, when a bound is set: its order (nil: none left), its buckets, and
--- whether it would be delivered now (`past`: only worked out for an order past it; one that would be held is held
--- in any order, which delivers nothing). fresh: the fresh job chosen (its order known), or entry: the ready job
--- chosen, of order entryOrder, or else the first woken class (classHead).
-local function nextCandidate(input, run, past, fresh, entry, entryOrder, classHead)
-  if fresh then
-    if fresh.order <= past then return fresh.order, fresh.buckets, false end
-    if run.someWaiting and placeJobs.waitingOnOf(input, run, freshJobs.memberOf(run, fresh)) then return fresh.order, fresh.buckets, false end
-    return fresh.order, fresh.buckets, placeJobs.checkBuckets(run, fresh.buckets) == true
-  end
-  local member, order, waiting
-  if entry then
-    member, order = string.sub(entry, 1, string.find(entry, '#', 1, true) - 1), entryOrder
-    waiting = placeJobs.waitingOnOf(input, run, member)
-  elseif #classHead > 0 then
-    member, order = classHead[1], tonumber(classHead[2])
-    waiting = run.waitingOn[member]
-  else
-    return nil, nil, false
-  end
-  local memberGen, buckets = parseClass(member)
-  if order <= past or waiting or memberGen ~= run.gen then return order, buckets, false end
-  return order, buckets, placeJobs.checkBuckets(run, buckets) == true
-end
-
--- Whether any of the buckets is in the set of bucket ids.
-local function drawsFrom(buckets, ids)
-  for i = 1, #buckets do
-    if ids[buckets[i].id] then return true end
-  end
-  return false
-end
 
 -- Takes the call's jobs (input: includes/takeJobsInput's table); returns the run's state, the reply in run.reply.
 local function takeJobs(input)
@@ -86,8 +51,7 @@ local function takeJobs(input)
   local limiterMs = input.workerLimiterMs or tonumber(rateLimitDuration)
   local rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey)
 
-  -- Set when more buckets are due than this call wakes: no delivery may come after this order (includes/wakeDueBuckets).
-  local orderBound = wakeDueBuckets(input, now)
+  wakeDueBuckets(input, now)
 
   local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
   local gen = stateFields[1] or ''
@@ -117,52 +81,26 @@ local function takeJobs(input)
     -- Sequence numbers handed out (freshJobs.order); when a fresh job's room on its way is awaited till
     -- (freshJobs.roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
     sequences = false, comingBackUs = 0, putBackExists = nil,
-    -- The loop stopped at orderBound: the next call wakes the buckets due that this one did not.
-    boundReached = false,
   }
 
   placeJobs.readAnyWaiting(input, run)
-  -- Leased delivery: no delivery may come after a waiting class whose tokens are on their way (includes/leasedRoom).
-  local comingOrder, comingBuckets = nil, nil
-  if comingRoom then comingOrder, comingBuckets = comingRoom.firstAskedOrder() end
-  -- After a class waited: one asked for there may bound the rest of the call.
-  local function readAskedAgain()
-    if comingRoom and comingRoom.asked then
-      comingRoom.asked = false
-      comingOrder, comingBuckets = comingRoom.firstAskedOrder()
-    end
-  end
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
     local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-    local bound = orderBound
-    if comingOrder and (bound == nil or comingOrder < bound) then bound = comingOrder end
-    local job = freshJobs.head(input, run, entry == nil and classOrder == nil and bound == nil)
+    local job = freshJobs.head(input, run, entry == nil and classOrder == nil)
     local fromFresh = job ~= nil
-    if fromFresh and (entry ~= nil or classOrder ~= nil or bound ~= nil) then
+    if fromFresh and (entry ~= nil or classOrder ~= nil) then
       local first = freshJobs.order(input, run, job)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
-    if bound ~= nil then
-      local nextOrder, nextBuckets, delivers = nextCandidate(input, run, bound, fromFresh and job or nil, fromJobs and entry or nil, order, classHead)
-      -- Past the due buckets' bound the next call comes at once; past a class's coming tokens (unless the job
-      -- draws from one of its buckets), the slots left unserved have the worker lease them.
-      local pastDue = orderBound ~= nil and (nextOrder == nil or (delivers and nextOrder > orderBound))
-      local pastComing = comingOrder ~= nil and delivers and nextOrder > comingOrder and not drawsFrom(nextBuckets, comingBuckets)
-      if pastDue or pastComing then
-        run.boundReached = pastDue
-        break
-      end
-    end
     if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
       freshJobs.place(input, run, freshJobs.take(input, run))
-      readAskedAgain()
     elseif fromJobs then
       -- Takes the head from ready-jobs (includes/readyJobs: removed at the end).
       run.readyAt = run.readyAt + 2
@@ -182,7 +120,6 @@ local function takeJobs(input)
         elseif fits == nil then
           placeJobs.file(input, run, member, jobId, order)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
-          readAskedAgain()
           budget = budget - 1
         else
           placeJobs.deliver(input, run, jobId, bucketsOrFull, true)
@@ -204,7 +141,6 @@ local function takeJobs(input)
         budget = budget - 1
       elseif fits == nil then
         placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, false)
-        readAskedAgain()
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
@@ -237,7 +173,7 @@ local function takeJobs(input)
     if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
     local comingBackUs = run.comingBackUs
     if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
-    if run.boundReached or not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
+    if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
         or (not run.deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then
       nextWakeUs, more = now, 1
     end

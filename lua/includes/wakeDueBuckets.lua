@@ -4,19 +4,11 @@
   queue order, the bucket in wakeups at the time it has room), and none of its jobs is looked at meanwhile:
   a wake hands waiting classes back to ready-classes, to be looked at in queue order with the rest. A bucket
   wakes only as many as it has room for (at most WAKE_BATCH_MAX): a class woken into a bucket still full
-  would only be filed again, at several commands a class. A call wakes at most WAKE_BUCKETS buckets, so that
-  its cost does not grow with the buckets due; the others are still due for the next call.
-  Priority across buckets: a class of a bucket due but not woken in this call may hold a job that goes before
-  those this call can see (bullmq's priority order holds across buckets, includes/jobOrder). So when more
-  buckets are due than a call wakes, the call reads the head of each other due bucket's waiters (their scores are
-  the classes' first orders, includes/placeJobs) and delivers nothing that comes after the least of them; the
-  reply asks for the next call at once, which wakes the next due buckets (the longest due first: those woken
-  here have left, or come due again at this call's time). With more than HEAD_READS others due, the call
-  delivers nothing and only wakes.
+  would only be filed again, at several commands a class. A call wakes at most 8 buckets, so that its cost
+  does not grow with the buckets due; the others are still due for the next call.
   Needs rcall and the room source (roomSource, roomLeft, roomReturnsAtUs, comingRoom: see
   includes/takeJobsBody). Defines wakeDueBuckets(input, now) (input: includes/takeJobsInput's table; now:
-  the call's time, us), which returns nil when every due bucket was woken, else the order no delivery of the
-  call may come after (-1: none may go).
+  the call's time, us).
 ]]
 --- @include "intArg"
 --- @include "schedulerKeys"
@@ -24,23 +16,9 @@
 
 local function wakeDueBuckets(input, now)
   -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
-  local WAKE_BATCH_MAX, WAKE_BUCKETS, HEAD_READS = 64, 8, 56
+  local WAKE_BATCH_MAX = 64
   local nowArg = intArg(now)
-  local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, WAKE_BUCKETS + 1)
-  local bound = nil
-  if #due > WAKE_BUCKETS then
-    due[WAKE_BUCKETS + 1] = nil
-    local others = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', WAKE_BUCKETS, HEAD_READS)
-    if #others >= HEAD_READS then
-      bound = -1
-    else
-      for _, bucketId in ipairs(others) do
-        local head = rcall('ZRANGE', waitersKey(input.queueBase, bucketId), 0, 0, 'WITHSCORES')
-        local order = tonumber(head[2])
-        if order and (bound == nil or order < bound) then bound = order end
-      end
-    end
-  end
+  local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
   for _, bucketId in ipairs(due) do
     local source = roomSource(parseBucketId(bucketId))
     local room = WAKE_BATCH_MAX
@@ -72,5 +50,4 @@ local function wakeDueBuckets(input, now)
       rcall('ZADD', input.wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
     end
   end
-  return bound
 end

@@ -14,13 +14,20 @@ import { ContractBed, describeEachMode, recordingProcessor, Start, useContractBe
 // The suite has no test clock for workers (test/support/testClock.ts steers only scripts a test runs itself), so
 // the gate waits for the Redis clock to pass the windows; nothing asserts a wall-clock time.
 //
-// Leased delivery: a held class whose bucket has room again holds no token until a lease round brings one, and
-// rounds are asked for when a call leaves a slot without a job (LeasedDelivery.take); a call delivers nothing
-// ordered after a class whose tokens are on their way (includes/leasedRoom's firstAskedOrder), so its slots go
-// unserved and the round comes. Before, jobs that need no token (or whose tokens were there) went first, and a
-// stream of them kept a held job waiting until it ended (the last test).
-//
-// Known gap: the test made with `gap` below fails today and is skipped; PRIORITY_ACROSS_BUCKETS_GAPS=1 runs it.
+// Known gaps: the tests made with `gap` below fail today and are skipped; PRIORITY_ACROSS_BUCKETS_GAPS=1 runs them.
+//   - More than 8 buckets due at once (both modes): a call wakes the 8 due first (lua/includes/wakeDueBuckets.lua),
+//     and a class of a later-due bucket is not looked at, whatever its priority (16 and 70 buckets). A fix was built
+//     (the call reads the first waiting order of the other due buckets and delivers nothing after it) and passed
+//     here in exact delivery, but with it clusterThroughput's leased case with a keyed throttle stalled (2,199 of
+//     15,000 jobs, then none for 8 s; 2,549 jobs/s without it in the same sitting): taken out, cause not found.
+//   - Leased delivery: a held class whose bucket has room again holds no token until a lease round brings one, and
+//     a worker leases for it only when a call leaves a slot unserved (LeasedDelivery.take), so jobs that need no
+//     token, or whose tokens are in the pool already, go first whatever their order (16 and 70 buckets, unthrottled
+//     beside held), and a stream of jobs that need no token keeps a held job waiting until the stream ends (the last
+//     test: 4.8-6.0 s after its room came, the last of 78-206 jobs, in 3 runs). Two fixes were tried and not kept,
+//     each measured on clusterThroughput's leased case with a keyed throttle (6,425 jobs/s before): holding later
+//     jobs back until the tokens come (229 jobs/s: each customer's class waited for its own lease round), and
+//     leasing for held classes with every slot busy (under 65 jobs/s: the run timed out).
 //   - Jobs the worker classifies (a throttle keyed on Key.attribute, or any worker of the queue with `attributes`:
 //     src/queueState/luaClassSpec.ts): the delivery call does not see jobs not classified yet (takeJobsBody.lua:
 //     freshEnded = classSpec == nil), and a call that served its slot has them classified only in the background
@@ -136,10 +143,8 @@ describeEachMode('contract: priority across buckets', (mode) => {
     expect(order).toEqual(['k8-1', 'k1-10', 'k2-10', 'k3-10', 'k4-10', 'k5-10', 'k6-10', 'k7-10']);
   });
 
-  // A call wakes the 8 buckets due first (wakeDueBuckets.lua); k16's class is not among them, and without the
-  // bound from the other due buckets' waiters k01-10 went before k16-1 (exact: 2 of 2 runs, 70 buckets too).
-  // Seventy: more due buckets than a call reads the waiters of, so calls only wake until few enough are due.
-  // Leased delivery with 16 before the bound of coming tokens: k13-10 and k14-10 first, whose tokens came first.
+  // Gaps (above): a call wakes the 8 buckets due first; k16's class is not among them, and k01-10 goes before k16-1
+  // (exact: 2 of 2 runs, 70 buckets too); in leased delivery the classes whose tokens came first go first too.
   async function manyDueAtOnce(count: number): Promise<void> {
     const keys = Array.from({ length: count }, (_, i) => `k${String(i + 1).padStart(2, '0')}`);
     const last = keys[keys.length - 1];
@@ -150,16 +155,16 @@ describeEachMode('contract: priority across buckets', (mode) => {
     expect(order).toEqual([`${last}-1`, ...keys.slice(0, count - 1).map((k) => `${k}-10`)]);
   }
 
-  it('16 buckets come due at once: the priority 1 job of the bucket due last goes first, then queue order', async () => {
+  gap('16 buckets come due at once: the priority 1 job of the bucket due last goes first, then queue order', async () => {
     await manyDueAtOnce(16);
   });
 
-  it('70 buckets come due at once: the priority 1 job of the bucket due last goes first, then queue order', async () => {
+  gap('70 buckets come due at once: the priority 1 job of the bucket due last goes first, then queue order', async () => {
     await manyDueAtOnce(70);
   });
 
-  // Leased delivery before the bound of coming tokens: [u, u5, a0, b3] in 3 of 3 runs.
-  it('unthrottled fresh jobs and held jobs whose buckets have room go in bullmq\'s order', async () => {
+  // Leased delivery (a gap): [u, u5, a0, b3] in 3 of 3 runs.
+  (mode.name === 'leased' ? gap : it)('unthrottled fresh jobs and held jobs whose buckets have room go in bullmq\'s order', async () => {
     // Held: a0 (no priority) then b3. Fresh, after both: u5, then u (no priority); neither draws from a bucket.
     const order = await startsAfterGate('unthrottled', {
       fill: ['a', 'b'],
@@ -180,9 +185,8 @@ describeEachMode('contract: priority across buckets', (mode) => {
     expect(order).toEqual(['f', 'b1', 'c5', 'a10', 'd10', 'e12']);
   });
 
-  // Leased delivery before the bound of coming tokens: the held job started only when the stream ended (4.8-6.0 s
-  // after its filler, the last of 78-206 jobs, in 3 runs); exact delivery and now leased: about 1.1 s, W after it.
-  it('a held job whose room has come goes before later jobs that keep coming and need no token', async () => {
+  // Exact delivery: about 1.1 s after the filler, W after it. Leased delivery (a gap, above): when the stream ended.
+  (mode.name === 'leased' ? gap : it)('a held job whose room has come goes before later jobs that keep coming and need no token', async () => {
     const contract = bed();
     const queue = contract.queue('stream');
     const starts: Start[] = [];
