@@ -248,12 +248,14 @@ function roomAtUs(counter, count)
     end
   end
   if not found and last < counter.hi then
-    released = 0
+    -- On past the slots walked, with what they released.
     for _, slot in ipairs(slotsInOrder(counter)) do
-      released = released + slot.count
-      if released >= excess then
-        at = slot.releaseUs
-        break
+      if slot.k > last then
+        released = released + slot.count
+        if released >= excess then
+          at = slot.releaseUs
+          break
+        end
       end
     end
   end

@@ -11,7 +11,7 @@ import { releaseHeldBatch } from '../../src/queueState/heldJobRelease';
 import { selectAdapter } from '../../src/bullmq/selectAdapter';
 import { keysUnder, newRedis } from '../support/redis';
 import { testRedisUrl } from '../support/testRedis';
-import { waitFor, WorkerTestBed } from '../support/bullmq';
+import { redisNowMs, waitFor, WorkerTestBed } from '../support/bullmq';
 import { cli as runCli } from '../support/runCli';
 
 const TTL_MS = 600;
@@ -49,9 +49,7 @@ describe('releasing held jobs back to bullmq', () => {
   // (a loaded rehearsal saw releaseHeld answer 'declared' just after the registry said no live worker).
   const noLiveWorker = (queue: string) => async () => {
     if (!(await admin.liveEntries()).every((e) => e.queue !== queue)) return false;
-    const [seconds, micros] = await redis.time();
-    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    return (await redis.zcount(new ThrottleKeys(bed.prefix).queue(queue).workers, `(${nowMs}`, '+inf')) === 0;
+    return (await redis.zcount(new ThrottleKeys(bed.prefix).queue(queue).workers, `(${await redisNowMs(redis)}`, '+inf')) === 0;
   };
 
   /** A plain bullmq Worker of concurrency 1 takes `count` jobs; resolves to them in the order it took them. */
