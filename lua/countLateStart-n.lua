@@ -28,9 +28,12 @@
   The counters are lone counters, named by key (no limits are read), as lua/returnTokens-n.lua's.
 
   Output:
-    { nowUs, moved }: moved, the window groups whose tokens were still counted and now count until the later
+    { nowUs, moved, missed }: moved, the window groups whose tokens were still counted and now count until the later
     release (a group whose release had passed is counted again until it: the tokens count at least as long as
-    they must), and the rates moved.
+    they must), and the rates moved; missed, what the call came too late for: the window groups whose release
+    had passed (a grant since may have used it) and the rates that granted since the job's grant (their grants
+    saw the earlier TAT). The proof above needs neither to have happened: starts around this one may exceed the
+    limit (the process was paused longer than the window, or a rate's interval, less a call's time).
 ]]
 local rcall = redis.call
 
@@ -45,7 +48,7 @@ local toLeaseMs = tonumber(ARGV[1])
 local grantUs = tonumber(ARGV[2])
 local groups = tonumber(ARGV[3])
 local counters = {}
-local moved = 0
+local moved, missed = 0, 0
 for g = 1, groups do
   local at = 4 + (g - 1) * 4
   local index, windowMs = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
@@ -56,18 +59,20 @@ for g = 1, groups do
     counters[index] = counter
   end
   if toLeaseMs > fromLeaseMs then
-    if countTokensLonger(counter, grantUs, fromLeaseMs, toLeaseMs, now, count) then moved = moved + 1 end
+    if countTokensLonger(counter, grantUs, fromLeaseMs, toLeaseMs, now, count) then moved = moved + 1 else missed = missed + 1 end
   end
 end
 for _, counter in pairs(counters) do saveCounter(counter) end
 local rates = tonumber(ARGV[4 + groups * 4])
 for r = 1, rates do
   local at = 5 + groups * 4 + (r - 1) * 3
-  if rateKind.countLater(KEYS[tonumber(ARGV[at])], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), toLeaseMs, now) then moved = moved + 1 end
+  local rateMoved, grantedSince = rateKind.countLater(KEYS[tonumber(ARGV[at])], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), toLeaseMs, now)
+  if rateMoved then moved = moved + 1 end
+  if grantedSince then missed = missed + 1 end
 end
 
 -- A record that is gone went with the counts (a restart): the recovery that notices it holds the throttles.
 if rcall('EXISTS', KEYS[1]) == 1 and toLeaseMs > tonumber(rcall('HGET', KEYS[1], 'hmax') or 0) then
   rcall('HSET', KEYS[1], 'hmax', toLeaseMs)
 end
-return { now, moved }
+return { now, moved, missed }

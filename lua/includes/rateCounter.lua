@@ -190,6 +190,9 @@ end
 -- could not meet the start within one window unless byUs were near the window itself (that script's header).
 -- The key is forgotten byUs later too (its TAT + H); a key already forgotten is written again when the moved TAT
 -- is still ahead, until it plus toLeaseMs, which is no earlier than the grant's own TAT plus H would have been.
+-- Returns whether it moved, and whether the bucket granted since (the stored TAT is past afterUs: those grants
+-- saw the earlier TAT, and the header's proof does not cover them against this start; afterUs 0, a leased pool's
+-- grant, cannot tell).
 function rateKind.countLater(key, afterUs, byUs, toLeaseMs, nowUs)
   local stored = tonumber(rcall('GET', key))
   if stored then
@@ -200,11 +203,11 @@ function rateKind.countLater(key, afterUs, byUs, toLeaseMs, nowUs)
     else
       rcall('SET', key, intArg(tat), 'KEEPTTL')
     end
-    return true
+    return true, afterUs > 0 and stored > afterUs
   end
   local tat = afterUs + byUs
-  if tat <= nowUs then return false end
+  if tat <= nowUs then return false, false end
   rcall('SET', key, intArg(tat), 'PXAT', intArg(math.ceil(tat / 1000) + toLeaseMs))
-  return true
+  return true, false
 end
 end -- of the block that keeps the helpers local

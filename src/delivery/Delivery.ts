@@ -29,9 +29,10 @@ export interface Delivery {
    * A started job whose processor returned from its synchronous start later than its delivery was counted for: its
    * tokens count until its delivery plus W plus `toLeaseMs`, its rates as if granted that much later (exact
    * delivery: lua/countLateStart-n.lua; leased delivery: its grants, by as much as the start took past their
-   * expiry, lua/countLateLeased-1.lua).
+   * expiry, lua/countLateLeased-1.lua). Resolves to how many of its limits the call came too late for (a window
+   * had released its tokens, or a rate had granted since: starts around this one may exceed them).
    */
-  countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void>;
+  countLateStart(late: LateDelivery, toLeaseMs: number): Promise<number>;
   /**
    * The namespace's node is rebuilding its counts (a gather: lua/includes/grantorRecovery.lua): tells it what
    * this queue delivered lately if the queue has not yet, so that an idle queue does not keep the gather waiting.

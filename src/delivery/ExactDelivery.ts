@@ -57,10 +57,11 @@ export class ExactDelivery implements Delivery {
    * Its windows that counted it with a shorter lease count it until its delivery plus W plus `toLeaseMs`, and its
    * rates go on as if its grant had come that much later (lua/countLateStart-n.lua).
    */
-  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void> {
+  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<number> {
     const { windows, rates } = lateStartCounts(late, toLeaseMs);
-    if (windows.length === 0 && rates.length === 0) return;
-    await runCountLateStart(this.runner(), { keys: this.keys, grantUs: late.grantUs, toLeaseMs, windows, rates });
+    if (windows.length === 0 && rates.length === 0) return 0;
+    const reply = await runCountLateStart(this.runner(), { keys: this.keys, grantUs: late.grantUs, toLeaseMs, windows, rates });
+    return reply.missed;
   }
 
   /** Exact workers tell a workers' gather what they remember (src/worker/recovery/deliveryReporter.ts), not their queue's records. */

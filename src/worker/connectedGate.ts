@@ -32,6 +32,7 @@ import { ProcessedJobs } from './completion/processedJobs';
 import { DispatchDelay } from './completion/dispatchDelay';
 import { AttachedQueue, GateOptions } from './gateOptions';
 import { GateHeartbeat } from './gateHeartbeat';
+import { LateCountNotice } from './notices/lateCountNotice';
 
 /** What a ThrottleGate holds from before it connects, which its connected part works with. */
 export interface GateBeforeConnection {
@@ -127,6 +128,7 @@ export class ConnectedGate implements SlotServer {
     });
     this.starts = new ProcessorStarts({
       deadlines: this.deadlines, latePutBacks: this.latePutBacks, recovery: gate.recovery, delivery: this.delivery,
+      lateCounts: new LateCountNotice(options.logger, options.queue),
       report: (task, error) => failures.report(task, error),
     });
     this.heldRelease = new HeldJobRelease(options.prefix, options.logger);

@@ -23,6 +23,6 @@ const worker = new ThrottledWorker(config.queue, async (job) => {
 setTimeout(async () => {
   await worker.close();
   // Jobs put back for starting late spent a rate token each that no processor used (rates keep what they grant).
-  process.stdout.write(JSON.stringify({ deliveries, putBack: worker.startDeadline.putBack }));
+  process.stdout.write(JSON.stringify({ deliveries, putBack: worker.startDeadline.putBack, countedTooLate: worker.startDeadline.countedTooLate }));
   process.exit(0);
 }, config.runMs);

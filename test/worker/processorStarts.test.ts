@@ -135,6 +135,8 @@ describe('processor starts, with a start deadline', () => {
     const { starts, worker } = await threeStartsFirstStalled('stalled', { leaseMs: 20, throttles: [Throttle.named('api').limit(2, '1s')] });
     expect(mostInAnyWindow(starts.map((s) => s.at), 1_000)).toBeLessThanOrEqual(2);
     expect(worker.startDeadline.countedLonger).toBeGreaterThanOrEqual(1);
+    // Counted in time: 300 ms past its deadline, far within the window.
+    expect(worker.startDeadline.countedTooLate).toBe(0);
   });
 
   it('a rate whose job reaches its first line past its deadline goes on as if that grant had come as much later: starts stay at most one per 500 ms', async () => {
@@ -142,6 +144,7 @@ describe('processor starts, with a start deadline', () => {
     const { starts, worker } = await threeStartsFirstStalled('stalledRate', { leaseMs: 20, throttles: [Throttle.named('api').rate(1, '500ms')] });
     expect(mostInAnyWindow(starts.map((s) => s.at), 500)).toBe(1);
     expect(worker.startDeadline.countedLonger).toBeGreaterThanOrEqual(1);
+    expect(worker.startDeadline.countedTooLate).toBe(0);
   });
 
   it('a bucket far from full counts its deliveries with a longer lease: a busy event loop sends next to nothing back, and starts stay within the limit', async () => {

@@ -17,6 +17,20 @@ function excessWithMsTimes(times: readonly number[], rate: Rate): number {
   return worstRateExcess(times.map((ms) => ms * 1000), rate) - (1000 * rate.n) / (rate.perMs * 1000);
 }
 
+type Run = { deliveries: Delivered[]; putBack: number; countedTooLate: number };
+
+/**
+ * The starts' excess over the rate, at most what the workers said of late starts counted too late: a process
+ * paused longer than the rate's interval between a start check and its count (a CI run with every core busy
+ * once saw 0.14 of a token over a rate of 20/s, burst 1), which adds at most each such start's tokens.
+ */
+function expectStartsWithin(runs: readonly Run[], times: readonly number[], rate: Rate, costOfEach = 1): void {
+  const tooLate = runs.reduce((sum, r) => sum + r.countedTooLate, 0);
+  const excess = excessWithMsTimes(times, rate);
+  if (tooLate > 0) process.stderr.write(`rate ${rate.n}/${rate.perMs} ms: ${tooLate} late start(s) counted too late, starts' excess ${excess.toFixed(3)}\n`);
+  expect(excess).toBeLessThanOrEqual(tooLate * costOfEach);
+}
+
 describe('rate(n, per, { burst }) across processes', () => {
   let redis: Redis;
   let bed: WorkerTestBed;
@@ -29,7 +43,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     await redis.quit();
   });
 
-  const run = (queue: string, config: object) => new Promise<{ deliveries: Delivered[]; putBack: number }>((resolve, reject) => {
+  const run = (queue: string, config: object) => new Promise<Run>((resolve, reject) => {
     execFile(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'support', 'rateWorkerProcess.ts')], {
       env: { ...process.env, RATE_WORKER: JSON.stringify({ url: testRedisUrl(), prefix: bed.prefix, queue, ...config }) },
       maxBuffer: 64 << 20,
@@ -50,7 +64,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
     const rate = { n: shared.n, perMs: 1000, burst: shared.burst };
     expect(excessWithMsTimes(times, rate)).toBeLessThanOrEqual(0);
-    expect(excessWithMsTimes(all.map((d) => d.startedAt), rate)).toBeLessThanOrEqual(0);
+    expectStartsWithin(runs, all.map((d) => d.startedAt), rate);
     // Past the first burst, deliveries follow n/per: the sustained share of it, on the Redis clock. The first
     // burst is granted short of what processors may start meanwhile (their start deadline, 100 ms at most here).
     const firstBurst = shared.burst - (shared.n * rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)) / 1000;
@@ -74,7 +88,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     // T = 500 ms: the start deadline kept on the rate is 25 ms, so grants go 525 ms apart.
     expect(rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)).toBe(25);
     expect(excessWithMsTimes(all.map((d) => d.processedOn), rate)).toBeLessThanOrEqual(0);
-    expect(excessWithMsTimes(all.map((d) => d.startedAt), rate)).toBeLessThanOrEqual(0);
+    expectStartsWithin(runs, all.map((d) => d.startedAt), rate);
     const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
     const putBack = runs.reduce((sum, r) => sum + r.putBack, 0);
     const gaps = times.slice(1).map((t, i) => t - times[i]);
@@ -96,7 +110,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     expect(rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)).toBe(10);
     expect(rateShareKept(rate, 10)).toBeCloseTo(50 / 60, 9);
     expect(excessWithMsTimes(all.map((d) => d.processedOn), rate)).toBeLessThanOrEqual(0);
-    expect(excessWithMsTimes(all.map((d) => d.startedAt), rate)).toBeLessThanOrEqual(0);
+    expectStartsWithin(runs, all.map((d) => d.startedAt), rate);
     const times = all.map((d) => d.processedOn).sort((x, y) => x - y);
     const gaps = times.slice(1).map((t, i) => t - times[i]);
     process.stderr.write(`rate 20/s burst 1, 2 processes: ${times.length} deliveries, ${runs.reduce((sum, r) => sum + r.putBack, 0)} put back, least gap ${Math.min(...gaps)} ms\n`);
@@ -120,7 +134,7 @@ describe('rate(n, per, { burst }) across processes', () => {
     expect(rateStartDeadlineMs(rate, START_DEADLINE_CEILING_MS)).toBe(100);
     const tokens = (at: 'processedOn' | 'startedAt') => all.flatMap((d) => Array<number>(d.units!).fill(d[at]));
     expect(excessWithMsTimes(tokens('processedOn'), rate)).toBeLessThanOrEqual(0);
-    expect(excessWithMsTimes(tokens('startedAt'), rate)).toBeLessThanOrEqual(0);
+    expectStartsWithin(runs, tokens('startedAt'), rate, Math.max(...units));
     const whole = all.filter((d) => d.units === 20).length;
     process.stderr.write(`rate 100/s burst 20 by cost, 2 processes: ${all.length} jobs (${whole} of cost 20), ${tokens('startedAt').length} tokens\n`);
     // Each job once: cheaper jobs of the bucket go first while it is saturated (a costly job waits for it to
@@ -135,14 +149,15 @@ describe('rate(n, per, { burst }) across processes', () => {
     const shared = { n: 60, per: '1s', burst: 10 };
     const perCustomer = { n: 12, per: '1s', burst: 3 };
     const config = { runMs: 4_000, concurrency: 8, shared, perCustomer, processMs: 30 };
-    const all = (await Promise.all([run('rate-keyed', config), run('rate-keyed', config)])).flatMap((r) => r.deliveries);
-    for (const at of ['processedOn', 'startedAt'] as const) {
-      expect(excessWithMsTimes(all.map((d) => d[at]), { n: 60, perMs: 1000, burst: 10 })).toBeLessThanOrEqual(0);
-      for (const customer of ['c0', 'c1', 'c2', 'c3']) {
-        const mine = all.filter((d) => d.customer === customer).map((d) => d[at]);
-        expect(mine.length).toBeGreaterThan(20);
-        expect(excessWithMsTimes(mine, { n: 12, perMs: 1000, burst: 3 })).toBeLessThanOrEqual(0);
-      }
+    const runs = await Promise.all([run('rate-keyed', config), run('rate-keyed', config)]);
+    const all = runs.flatMap((r) => r.deliveries);
+    expect(excessWithMsTimes(all.map((d) => d.processedOn), { n: 60, perMs: 1000, burst: 10 })).toBeLessThanOrEqual(0);
+    expectStartsWithin(runs, all.map((d) => d.startedAt), { n: 60, perMs: 1000, burst: 10 });
+    for (const customer of ['c0', 'c1', 'c2', 'c3']) {
+      const mine = all.filter((d) => d.customer === customer);
+      expect(mine.length).toBeGreaterThan(20);
+      expect(excessWithMsTimes(mine.map((d) => d.processedOn), { n: 12, perMs: 1000, burst: 3 })).toBeLessThanOrEqual(0);
+      expectStartsWithin(runs, mine.map((d) => d.startedAt), { n: 12, perMs: 1000, burst: 3 });
     }
   });
 });

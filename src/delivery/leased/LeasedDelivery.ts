@@ -216,8 +216,8 @@ export class LeasedDelivery implements Delivery {
    * The grants its tokens came from count at the grantor as much longer as the start took past their earliest
    * expiry, its deadline (lua/countLateLeased-1.lua).
    */
-  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<void> {
-    await countLateLeased(this.context.grantor(), toLeaseMs - late.deadlineMs, lateLeasedGrants(late));
+  async countLateStart(late: LateDelivery, toLeaseMs: number): Promise<number> {
+    return countLateLeased(this.context.grantor(), toLeaseMs - late.deadlineMs, lateLeasedGrants(late));
   }
 
   private giveBack(groups: readonly ReturnGroup[]): void {

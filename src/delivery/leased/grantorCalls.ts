@@ -108,8 +108,12 @@ export async function returnLeasedTokens(grantor: GrantorTarget, groups: readonl
   return reply.returned;
 }
 
-/** The grants a started job's tokens came from count `byMs` longer (lua/countLateLeased-1.lua). */
-export async function countLateLeased(grantor: GrantorTarget, byMs: number, grants: readonly LateLeasedGrant[]): Promise<void> {
-  if (grants.length === 0 || byMs <= 0) return;
-  await runCountLateLeased(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, byMs, grants });
+/**
+ * The grants a started job's tokens came from count `byMs` longer (lua/countLateLeased-1.lua); resolves to how many
+ * of them the call came too late for (their release had passed).
+ */
+export async function countLateLeased(grantor: GrantorTarget, byMs: number, grants: readonly LateLeasedGrant[]): Promise<number> {
+  if (grants.length === 0 || byMs <= 0) return 0;
+  const reply = await runCountLateLeased(grantor.runner, { slot: grantor.slotKey, throttlePrefix: grantor.throttlePrefix, byMs, grants });
+  return reply.missed;
 }

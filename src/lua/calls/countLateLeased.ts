@@ -29,6 +29,8 @@ export interface CountLateLeasedReply {
   nowUs: number;
   /** The grants whose bucket still had counters there. */
   moved: number;
+  /** The grants whose tokens a window no longer counted: the call came after their release (a grant since may have used the room). */
+  missed: number;
 }
 
 export function runCountLateLeased(runner: ScriptRunner, input: CountLateLeasedInput): Promise<CountLateLeasedReply> {
@@ -36,6 +38,6 @@ export function runCountLateLeased(runner: ScriptRunner, input: CountLateLeasedI
   for (const g of input.grants) args.push(g.bucketId, g.grantUs, g.leaseMs, g.count);
   return sendCall(runner, fixedCall(countLateLeasedScript, { slot: input.slot }, args)).then((raw) => {
     const reply = raw as number[];
-    return { nowUs: Number(reply[0]), moved: Number(reply[1]) };
+    return { nowUs: Number(reply[0]), moved: Number(reply[1]), missed: Number(reply[2]) };
   });
 }

@@ -42,6 +42,11 @@ export interface CountLateStartReply {
   nowUs: number;
   /** The windows whose tokens were still counted and now count longer (the others count again until the later release), and the rates moved. */
   moved: number;
+  /**
+   * What the call came too late for: the windows whose release had passed, and the rates that granted since the
+   * job's grant. Starts around this one may exceed the limit (lua/countLateStart-n.lua).
+   */
+  missed: number;
 }
 
 export function countLateStartCall(input: CountLateStartInput) {
@@ -62,6 +67,6 @@ export function countLateStartCall(input: CountLateStartInput) {
 export function runCountLateStart(runner: ScriptRunner, input: CountLateStartInput): Promise<CountLateStartReply> {
   return sendCall(runner, countLateStartCall(input)).then((raw) => {
     const reply = raw as number[];
-    return { nowUs: Number(reply[0]), moved: Number(reply[1]) };
+    return { nowUs: Number(reply[0]), moved: Number(reply[1]), missed: Number(reply[2]) };
   });
 }

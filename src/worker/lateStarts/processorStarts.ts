@@ -1,5 +1,6 @@
 import type { Delivery } from '../../delivery/Delivery';
 import type { LateDelivery } from '../../delivery/lateStartTickets';
+import type { LateCountNotice } from '../notices/lateCountNotice';
 import type { NamespaceRecovery } from '../recovery/namespaceRecovery';
 import type { LatePutBacks } from './latePutBacks';
 import { lateDeliveryOf, PendingStart, StartDeadlines } from './startDeadlines';
@@ -10,6 +11,7 @@ export interface ProcessorStartsContext {
   readonly latePutBacks: LatePutBacks;
   readonly recovery: NamespaceRecovery;
   readonly delivery: Delivery;
+  readonly lateCounts: LateCountNotice;
   report(task: string, error: unknown): void;
 }
 
@@ -44,7 +46,8 @@ export class ProcessorStarts {
    * A delivery taken whose processor was called at `checkedAt`, in time, and returned from its synchronous start at
    * `returnedAt`. Past the deadline by then (the process was descheduled after the check, or the start itself took
    * that long), the processor may have reached the API after its tokens stop counting: they count longer, as if
-   * the delivery call had carried the lease the start took (lua/countLateStart-n.lua says why that is in time).
+   * the delivery call had carried the lease the start took (lua/countLateStart-n.lua says why that is in time,
+   * for a pause shorter than the window; one that landed too late is counted and said: LateCountNotice).
    */
   started(delivery: PendingStart, checkedAt: number, returnedAt: number): void {
     const { deadlines, recovery } = this.context;
@@ -54,7 +57,11 @@ export class ProcessorStarts {
     const toLeaseMs = Math.ceil(tookMs) + 1;
     deadlines.countedLonger();
     recovery.countedLonger(toLeaseMs);
-    this.context.delivery.countLateStart(lateDeliveryOf(delivery), toLeaseMs).catch((error) => this.context.report('counting a late start for longer', error));
+    this.context.delivery.countLateStart(lateDeliveryOf(delivery), toLeaseMs).then((missed) => {
+      if (missed === 0) return;
+      deadlines.countedTooLate();
+      this.context.lateCounts.missed(tookMs, delivery.deadlineMs, missed);
+    }, (error) => this.context.report('counting a late start for longer', error));
   }
 
   private putBack(late: LateDelivery): void {

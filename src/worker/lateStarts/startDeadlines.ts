@@ -93,6 +93,12 @@ export interface StartDeadlineStats {
    * (the process was descheduled, or the start itself took that long): their tokens then counted longer.
    */
   readonly countedLonger: number;
+  /**
+   * Of those, the starts whose longer count landed too late: a window had released their tokens (its room may have
+   * been granted again), or a rate had granted since. The process was paused longer than a window, or a rate's
+   * interval: starts around them may exceed the limit. A warning says so too.
+   */
+  readonly countedTooLate: number;
 }
 
 /**
@@ -141,6 +147,7 @@ export class StartDeadlines {
   private swept = 0;
   private putBackCount = 0;
   private countedLongerCount = 0;
+  private countedTooLateCount = 0;
 
   /**
    * `fixedMs`: leaseMs as given (0: no deadline: deliveries count at processedOn only); undefined: chosen here, at
@@ -240,13 +247,18 @@ export class StartDeadlines {
     this.countedLongerCount++;
   }
 
+  /** Of those, one whose longer count landed too late (a window had released its tokens, or a rate had granted since). */
+  countedTooLate(): void {
+    this.countedTooLateCount++;
+  }
+
   /** The most jobs one delivery call should bring now (BatchLimit): fewer while starts come late. */
   batchLimit(): number {
     return this.batches.limit;
   }
 
   stats(): StartDeadlineStats {
-    return { hMs: this.currentMs(), adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount, countedLonger: this.countedLongerCount };
+    return { hMs: this.currentMs(), adaptive: this.fixedMs === undefined, started: this.startedCount, putBack: this.putBackCount, countedLonger: this.countedLongerCount, countedTooLate: this.countedTooLateCount };
   }
 
   /**
