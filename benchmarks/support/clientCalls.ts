@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import IORedis from 'ioredis';
 import { encodeSegment } from '../../src/keys/keyEncoding';
 import { defaultLuaScripts, ScriptRunner } from '../../src/lua/scripts';
+import { LeaseTokensStatus, leaseTokensRequestsOf, parseLeaseTokensReply } from '../../src/lua/calls/leaseTokens';
 import type { Delivery, DeliveryCall } from '../../src/delivery/Delivery';
 import { ExactDelivery } from '../../src/delivery/ExactDelivery';
 import { LeasedDelivery } from '../../src/delivery/leased/LeasedDelivery';
@@ -140,25 +141,18 @@ export class ClientCalls {
   private noteScript(name: string, args: readonly unknown[], reply: Promise<unknown>): void {
     this.scripts.set(name, (this.scripts.get(name) ?? 0) + 1);
     if (name === 'leaseTokens') {
-      // ARGV: throttlePrefix, leaseMs, queue id, durable, holder, hold ms, F, F pairs (bucket id, free units), D, then per
-      // delivery: n, refill, c, c bucket ids ("<encoded throttle>=<bucket>").
-      const requests: { count: number; throttles: string[] }[] = [];
-      const deliveriesAt = 7 + 2 * Number(args[6]);
-      let at = deliveriesAt + 1;
-      for (let d = 0; d < Number(args[deliveriesAt]); d++) {
-        const count = Number(args[at]);
-        const c = Number(args[at + 2]);
-        const throttles = args.slice(at + 3, at + 3 + c).map((id) => String(id).split('=')[0]);
-        requests.push({ count, throttles });
-        at += 3 + c;
-      }
+      // Read with the script's own module (an ARGV read here by hand once went stale and counted nothing granted).
+      const requests = leaseTokensRequestsOf(args);
+      // Tokens per bucket: a delivery's cost there ("<encoded throttle>=<bucket>$<cost>"; 1 without "$").
+      const tokensOf = (bucket: string) => ({ throttle: bucket.split('=')[0], cost: bucket.includes('$') ? Number(bucket.slice(bucket.lastIndexOf('$') + 1)) : 1 });
       this.leaseRequests += requests.length;
-      for (const r of requests) for (const t of r.throttles) add(this.asked, t, r.count);
+      for (const r of requests) for (const { throttle, cost } of r.buckets.map(tokensOf)) add(this.asked, throttle, r.count * cost);
       reply.then((raw) => {
-        const values = raw as unknown[];
-        // Reply: nowUs, status (0: decided), then per delivery: granted, roomInMs, the bucket lacking room, units held.
-        if (Number(values[1]) !== 0) return;
-        requests.forEach((r, i) => { for (const t of r.throttles) add(this.granted, t, Number(values[2 + 4 * i])); });
+        const parsed = parseLeaseTokensReply(raw, requests);
+        if (parsed.status !== LeaseTokensStatus.Decided) return;
+        parsed.results.forEach((result, i) => {
+          for (const { throttle, cost } of requests[i].buckets.map(tokensOf)) add(this.granted, throttle, result.granted * cost);
+        });
       }, () => undefined);
     } else if (name === 'returnLeasedTokens') {
       // ARGV: throttlePrefix, G, then per group: bucketId, grantUs, leaseMs, nonce, count. Reply [_, stopped counting]:

@@ -77,6 +77,25 @@ export function leaseTokensCall(input: LeaseTokensInput): ScriptCallSpec {
   return fixedCall(leaseTokensScript, { slot: input.slot }, args);
 }
 
+/** Fixed ARGV before the credit pairs (leaseTokensCall's first push). */
+const FIXED_ARGS = 7;
+
+/**
+ * The requests a leaseTokens call's ARGV carries, read back as leaseTokensCall wrote them: for instruments that watch
+ * the calls sent (the benchmarks count tokens asked and granted), so that a change of layout changes them too.
+ */
+export function leaseTokensRequestsOf(args: readonly unknown[]): LeaseTokensRequest[] {
+  const requests: LeaseTokensRequest[] = [];
+  const requestsAt = FIXED_ARGS + 1 + 2 * Number(args[FIXED_ARGS]);
+  let at = requestsAt + 1;
+  for (let d = 0; d < Number(args[requestsAt]); d++) {
+    const buckets = Number(args[at + 2]);
+    requests.push({ count: Number(args[at]), refill: String(args[at + 1]) === '1', buckets: args.slice(at + 3, at + 3 + buckets).map(String) });
+    at += 3 + buckets;
+  }
+  return requests;
+}
+
 /** Asks the grantor; the reply is answered once a replica holds what it granted (a deposed grantor's grants must not be spent). */
 export function runLeaseTokens(runner: ScriptRunner, input: LeaseTokensInput, confirmation: CallConfirmation): Promise<LeaseTokensReply> {
   return confirmation.run(runner, leaseTokensCall(input), grantedAnyToken(input.requests.length))
