@@ -51,7 +51,8 @@ local function takeJobs(input)
   local limiterMs = input.workerLimiterMs or tonumber(rateLimitDuration)
   local rateLimitMs = getRateLimitTTL(limiterMax, input.limiterKey)
 
-  wakeDueBuckets(input, now)
+  -- The lowest order among classes of due buckets this call does not wake: nothing ordered after it goes now.
+  local dueBound = wakeDueBuckets(input, now)
 
   local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
   local gen = stateFields[1] or ''
@@ -81,6 +82,8 @@ local function takeJobs(input)
     -- Sequence numbers handed out (freshJobs.order); when a fresh job's room on its way is awaited till
     -- (freshJobs.roomIsComing); whether the queue has put-back jobs (putBack.any; nil: not read yet).
     sequences = false, comingBackUs = 0, putBackExists = nil,
+    -- dueBound (nil: none), and whether the call stopped at it (the reply then asks for another at once).
+    dueBound = dueBound, stoppedAtBound = false,
   }
 
   placeJobs.readAnyWaiting(input, run)
@@ -97,6 +100,14 @@ local function takeJobs(input)
       fromFresh = (entry == nil or first < order) and (classOrder == nil or first < classOrder)
     end
     local fromJobs = not fromFresh and entry ~= nil and (classOrder == nil or order < classOrder)
+    if dueBound then
+      local nextOrder = classOrder
+      if fromFresh then nextOrder = freshJobs.order(input, run, job) elseif fromJobs then nextOrder = order end
+      if nextOrder ~= nil and nextOrder > dueBound then
+        run.stoppedAtBound = true
+        break
+      end
+    end
     if fromFresh and freshJobs.roomIsComing(input, run, job) then
       run.fresh, run.freshEnded = false, true
     elseif fromFresh then
@@ -173,6 +184,7 @@ local function takeJobs(input)
     if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
     local comingBackUs = run.comingBackUs
     if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
+    if run.stoppedAtBound then nextWakeUs, more = now, 1 end
     if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
         or (not run.deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then
       nextWakeUs, more = now, 1

@@ -4,11 +4,17 @@
   queue order, the bucket in wakeups at the time it has room), and none of its jobs is looked at meanwhile:
   a wake hands waiting classes back to ready-classes, to be looked at in queue order with the rest. A bucket
   wakes only as many as it has room for (at most WAKE_BATCH_MAX): a class woken into a bucket still full
-  would only be filed again, at several commands a class. A call wakes at most 8 buckets, so that its cost
-  does not grow with the buckets due; the others are still due for the next call.
+  would only be filed again, at several commands a class. A call wakes at most WAKE_BUCKETS buckets, so that
+  its cost does not grow with the buckets due; the others are still due for the next call. So that their
+  classes still go in queue order (priority first) with the ones woken, the first waiter of each of the next
+  BOUND_BUCKETS due is read (one ZRANGE each, no counter): the lowest of their orders bounds what this call
+  delivers (includes/takeJobsBody stops before a job ordered after it, and asks for another call at once).
+  Exact delivery only: a leased bucket may stay due with its room on its way, which would hold the bound for
+  as long; there the classes whose tokens come first go first. Past WAKE_BUCKETS + BOUND_BUCKETS due at once,
+  the order holds among those.
   Needs rcall and the room source (roomSource, roomLeft, roomReturnsAtUs, comingRoom: see
   includes/takeJobsBody). Defines wakeDueBuckets(input, now) (input: includes/takeJobsInput's table; now:
-  the call's time, us).
+  the call's time, us), which returns that bound (nil: none).
 ]]
 --- @include "intArg"
 --- @include "schedulerKeys"
@@ -17,8 +23,15 @@
 local function wakeDueBuckets(input, now)
   -- Buckets whose room has come back: hand as many of their waiting classes back as they have room for.
   local WAKE_BATCH_MAX = 64
+  local WAKE_BUCKETS, BOUND_BUCKETS = 8, 56
   local nowArg = intArg(now)
-  local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, 8)
+  local due = rcall('ZRANGEBYSCORE', input.wakeupsKey, '-inf', nowArg, 'LIMIT', 0, comingRoom and WAKE_BUCKETS or WAKE_BUCKETS + BOUND_BUCKETS)
+  local bound = nil
+  for i = WAKE_BUCKETS + 1, #due do
+    local head = rcall('ZRANGE', waitersKey(input.queueBase, due[i]), 0, 0, 'WITHSCORES')
+    if #head > 0 and (bound == nil or tonumber(head[2]) < bound) then bound = tonumber(head[2]) end
+    due[i] = nil
+  end
   for _, bucketId in ipairs(due) do
     local source = roomSource(parseBucketId(bucketId))
     local room = WAKE_BATCH_MAX
@@ -50,4 +63,5 @@ local function wakeDueBuckets(input, now)
       rcall('ZADD', input.wakeupsKey, intArg(roomReturnsAtUs(source)), bucketId)
     end
   end
+  return bound
 end
