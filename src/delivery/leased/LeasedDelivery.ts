@@ -48,6 +48,13 @@ export interface LeasedContext {
 }
 
 /**
+ * While every slot is served, held classes are leased for at most this often: a held job then waits at most about
+ * this long past its room behind jobs that need no token, and a queue with many held classes asks the grantor at
+ * most this often for them (a round per call cost keyed throughput nearly all of it in an earlier try).
+ */
+const HELD_LEASE_EVERY_MS = 100;
+
+/**
  * Leased delivery (lua/takeLeasedJobs-19.lua, lua/leaseTokens-1.lua): for a queue whose throttles are
  * counted in another slot, on another node or on another Redis. A delivery call that leaves slots without
  * a job because their class holds no token names the classes waiting; the worker then leases tokens for
@@ -69,6 +76,8 @@ export class LeasedDelivery implements Delivery {
   private renewTimer?: NodeJS.Timeout;
   /** Slots the last call with slots could not serve. */
   private asking = 0;
+  /** When held classes were last leased for while every slot was served (performance.now()). */
+  private heldLeasedAt = -Infinity;
   private last: { name: string; gen: string } = { name: '', gen: '' };
   /** The queue node's identity the last reply named: a node without the queue's record, after one, lost it. */
   private queueNode = '';
@@ -107,7 +116,16 @@ export class LeasedDelivery implements Delivery {
     if (lease.returns.length > 0) this.giveBack(lease.returns);
     if (call.tokens.length > 0) this.asking = call.tokens.length - reply.jobs.length - reply.refused.size;
     // Slots waiting for tokens, or a flowing class whose pool runs low (leased ahead, so its next jobs need not wait).
-    if (lease.wanted.length > 0 && !this.leasing && (this.asking > 0 || lease.wanted.some(wantsRefill))) this.lease(lease.wanted, reply.nowUs, lease.node);
+    if (lease.wanted.length > 0 && !this.leasing) {
+      if (this.asking > 0 || lease.wanted.some(wantsRefill)) {
+        this.lease(lease.wanted, reply.nowUs, lease.node);
+      } else if (lease.wanted.some((w) => w.held > 0) && performance.now() - this.heldLeasedAt >= HELD_LEASE_EVERY_MS) {
+        // Every slot served by jobs that need no token (or hold theirs): held jobs, ordered before them, would
+        // wait for as long as such jobs keep coming. Their tokens are asked for anyway, once in a while.
+        this.heldLeasedAt = performance.now();
+        this.lease(lease.wanted, reply.nowUs, lease.node);
+      }
+    }
     return reply;
   }
 
