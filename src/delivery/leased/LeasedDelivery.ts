@@ -48,9 +48,10 @@ export interface LeasedContext {
 }
 
 /**
- * While every slot is served, held classes are leased for at most this often: a held job then waits at most about
- * this long past its room behind jobs that need no token, and a queue with many held classes asks the grantor at
- * most this often for them (a round per call cost keyed throughput nearly all of it in an earlier try).
+ * While every slot is served, held classes are leased for at most this often (and only while slots come free
+ * within half of h: LeaseBook.deliversWithinLease): a held job then waits at most about this long past its room
+ * behind jobs that need no token, and a queue with many held classes asks the grantor at most this often for them
+ * (a round per call cost keyed throughput nearly all of it in an earlier try).
  */
 const HELD_LEASE_EVERY_MS = 100;
 
@@ -119,9 +120,10 @@ export class LeasedDelivery implements Delivery {
     if (lease.wanted.length > 0 && !this.leasing) {
       if (this.asking > 0 || lease.wanted.some(wantsRefill)) {
         this.lease(lease.wanted, reply.nowUs, lease.node);
-      } else if (lease.wanted.some((w) => w.held > 0) && performance.now() - this.heldLeasedAt >= HELD_LEASE_EVERY_MS) {
+      } else if (lease.wanted.some((w) => w.held > 0) && performance.now() - this.heldLeasedAt >= HELD_LEASE_EVERY_MS && this.book.deliversWithinLease()) {
         // Every slot served by jobs that need no token (or hold theirs): held jobs, ordered before them, would
-        // wait for as long as such jobs keep coming. Their tokens are asked for anyway, once in a while.
+        // wait for as long as such jobs keep coming. Their tokens are asked for anyway, once in a while, when a
+        // slot comes free often enough to spend them before they expire (slower, they would only be wasted).
         this.heldLeasedAt = performance.now();
         this.lease(lease.wanted, reply.nowUs, lease.node);
       }

@@ -64,6 +64,14 @@ export class LeaseBook {
     return Math.max(this.concurrency(), Math.ceil(this.perMs * MOST_OF_LEASE * this.leaseMs));
   }
 
+  /**
+   * Whether, at the rate the worker delivers, a delivery comes within MOST_OF_LEASE of h: tokens leased now for held
+   * jobs while every slot is busy would be spent before they expire (else they would use up allowance for nothing).
+   */
+  deliversWithinLease(): boolean {
+    return this.perMs * MOST_OF_LEASE * this.leaseMs >= 1;
+  }
+
   /** A pool left below this after a call asks for a refill (lua/takeLeasedJobs-19.lua). */
   refillBelow(): number {
     return Math.max(1, Math.ceil(this.perMs * this.roundTripMs * 1.5), Math.ceil(this.base / 2));
