@@ -93,7 +93,8 @@ local function takeJobs(input)
     if concurrency and rcall('LLEN', input.activeKey) >= concurrency then break end
     local entry, order = readyJobs.head(input, run)
     local classOrder = #classHead > 0 and tonumber(classHead[2]) or nil
-    local job = freshJobs.head(input, run, entry == nil and classOrder == nil)
+    -- Taken straight into active only when nothing can hold it back: a bound may (it is then left in wait).
+    local job = freshJobs.head(input, run, entry == nil and classOrder == nil and dueBound == nil)
     local fromFresh = job ~= nil
     if fromFresh and (entry ~= nil or classOrder ~= nil) then
       local first = freshJobs.order(input, run, job)
