@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import IORedis from 'ioredis';
 import { encodeSegment } from '../../src/keys/keyEncoding';
+import { classBucketOf } from '../../src/keys/classMember';
 import { defaultLuaScripts, ScriptRunner } from '../../src/lua/scripts';
 import { LeaseTokensStatus, leaseTokensRequestsOf, parseLeaseTokensReply } from '../../src/lua/calls/leaseTokens';
 import type { Delivery, DeliveryCall } from '../../src/delivery/Delivery';
@@ -143,15 +144,14 @@ export class ClientCalls {
     if (name === 'leaseTokens') {
       // Read with the script's own module (an ARGV read here by hand once went stale and counted nothing granted).
       const requests = leaseTokensRequestsOf(args);
-      // Tokens per bucket: a delivery's cost there ("<encoded throttle>=<bucket>$<cost>"; 1 without "$").
-      const tokensOf = (bucket: string) => ({ throttle: bucket.split('=')[0], cost: bucket.includes('$') ? Number(bucket.slice(bucket.lastIndexOf('$') + 1)) : 1 });
       this.leaseRequests += requests.length;
-      for (const r of requests) for (const { throttle, cost } of r.buckets.map(tokensOf)) add(this.asked, throttle, r.count * cost);
+      for (const r of requests) for (const { encodedName, cost } of r.buckets.map(classBucketOf)) add(this.asked, encodedName, r.count * cost);
       reply.then((raw) => {
         const parsed = parseLeaseTokensReply(raw, requests);
         if (parsed.status !== LeaseTokensStatus.Decided) return;
         parsed.results.forEach((result, i) => {
-          for (const { throttle, cost } of requests[i].buckets.map(tokensOf)) add(this.granted, throttle, result.granted * cost);
+          // Tokens per bucket: a delivery's cost there.
+          for (const { encodedName, cost } of requests[i].buckets.map(classBucketOf)) add(this.granted, encodedName, result.granted * cost);
         });
       }, () => undefined);
     } else if (name === 'returnLeasedTokens') {

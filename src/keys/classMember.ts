@@ -15,10 +15,13 @@ export interface ClassBucket {
 export function classBuckets(member: string): ClassBucket[] {
   const rest = member.slice(member.indexOf('/') + 1);
   if (rest === '*') return [];
-  return rest.split('|').map((part) => {
-    const dollar = part.indexOf('$');
-    const id = dollar < 0 ? part : part.slice(0, dollar);
-    const eq = id.indexOf('=');
-    return { id, encodedName: id.slice(0, eq), segment: id.slice(eq + 1), cost: dollar < 0 ? 1 : Number(part.slice(dollar + 1)) };
-  });
+  return rest.split('|').map(classBucketOf);
+}
+
+/** One bucket of a class, "<bucket id>" or "<bucket id>$<cost>" (a lease request names its buckets so too). */
+export function classBucketOf(part: string): ClassBucket {
+  const dollar = part.indexOf('$');
+  const id = dollar < 0 ? part : part.slice(0, dollar);
+  const eq = id.indexOf('=');
+  return { id, encodedName: id.slice(0, eq), segment: id.slice(eq + 1), cost: dollar < 0 ? 1 : Number(part.slice(dollar + 1)) };
 }
