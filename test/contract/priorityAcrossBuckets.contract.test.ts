@@ -158,6 +158,28 @@ describeEachMode('contract: priority across buckets', (mode) => {
     expect(order).toEqual([`${last}-1`, ...keys.slice(0, count - 1).map((k) => `${k}-10`)]);
   }
 
+  it('more buckets due than a call wakes, then new jobs that come after them: every job starts, none left in active', async () => {
+    // Ten buckets come due at once while the worker is paused: its first call wakes 8 (their held jobs go) and
+    // reads the other two's first waiters; the new jobs, ordered after those, wait for the next call.
+    const contract = bed();
+    const queue = contract.queue('due-then-new');
+    const starts: Start[] = [];
+    const worker = contract.worker('due-then-new', recordingProcessor(starts), { concurrency: 20, throttles: [perK] });
+    const keys = Array.from({ length: 10 }, (_, i) => `k${String(i + 1).padStart(2, '0')}`);
+    await queue.addBulk(keys.map((k) => jobOf({ name: `fill-${k}`, k })));
+    await waitFor(() => starts.length === keys.length, 20_000, 'every filler started');
+    const held = await queue.addBulk(keys.map((k) => jobOf({ name: `${k}-held`, k })));
+    for (const job of held) await waitFor(async () => (await contract.admin.explainJob('due-then-new', job.id!)).state === 'held', 10_000, `${job.name} held`);
+    await worker.pause();
+    await queue.addBulk([jobOf({ name: 'u1' }), jobOf({ name: 'u2' })]);
+    const roomAt = Math.max(...starts.map((s) => s.processedOn)) + W + mode.hMs + 250;
+    await waitFor(async () => (await contract.redisNowMs()) >= roomAt, 20_000, 'every filler\'s window passed');
+    worker.resume();
+    // A new job taken into active and then held back by the bound would wait there for bullmq's stalled check (30 s).
+    await waitFor(() => starts.length === 2 * keys.length + 2, 10_000, 'every job started');
+    if (mode.name === 'exact') expect(starts.slice(-2).map((s) => s.name).sort()).toEqual(['u1', 'u2']);
+  }, 60_000);
+
   (mode.name === 'leased' ? gap : it)('16 buckets come due at once: the priority 1 job of the bucket due last goes first, then queue order', async () => {
     await manyDueAtOnce(16);
   });
@@ -188,17 +210,26 @@ describeEachMode('contract: priority across buckets', (mode) => {
     expect(order).toEqual(['f', 'b1', 'c5', 'a10', 'd10', 'e12']);
   });
 
-  // About 1.1 s after the filler, W after it (leased delivery: within a lease round of 100 ms or so more).
-  it('a held job whose room has come goes before later jobs that keep coming and need no token', async () => {
+  /**
+   * One slot; a filler of bucket a, then a1 held behind it; jobs named u... (of no bucket) run `unthrottledMs` each.
+   * Returns the bed, the queue (the test adds the u jobs) and the starts.
+   */
+  async function heldBehindFiller(queueName: string, unthrottledMs: number) {
     const contract = bed();
-    const queue = contract.queue('stream');
+    const queue = contract.queue(queueName);
     const starts: Start[] = [];
-    contract.worker('stream', recordingProcessor(starts, async (job: Job) => {
-      if (job.name.startsWith('u')) await new Promise((resolve) => setTimeout(resolve, 20));
+    contract.worker(queueName, recordingProcessor(starts, async (job: Job) => {
+      if (job.name.startsWith('u')) await new Promise((resolve) => setTimeout(resolve, unthrottledMs));
     }), { concurrency: 1, throttles: [perK] });
     await queue.add('fill', { k: 'a' });
     await waitFor(() => starts.length === 1, 10_000, 'the filler started');
     await queue.add('a1', { k: 'a' });
+    return { contract, queue, starts };
+  }
+
+  // About 1.1 s after the filler, W after it (leased delivery: within a lease round of 100 ms or so more).
+  it('a held job whose room has come goes before later jobs that keep coming and need no token', async () => {
+    const { queue, starts } = await heldBehindFiller('stream', 20);
     // Jobs of no bucket, added faster than the one slot runs them, for twice W: the slot never lacks a job.
     const streamUntil = Date.now() + 2 * W;
     let added = 0;
@@ -215,15 +246,7 @@ describeEachMode('contract: priority across buckets', (mode) => {
   // Leased delivery only: tokens leased for a held job while every slot is busy must be spent within h, or they use up
   // the throttle's allowance for nothing. With slots coming free less often than that, none is leased for it.
   (mode.name === 'leased' ? it : it.skip)('slow jobs that need no token keep every slot busy: no tokens leased for a held job expire unspent', async () => {
-    const contract = bed();
-    const queue = contract.queue('slow-stream');
-    const starts: Start[] = [];
-    contract.worker('slow-stream', recordingProcessor(starts, async (job: Job) => {
-      if (job.name.startsWith('u')) await new Promise((resolve) => setTimeout(resolve, 300));
-    }), { concurrency: 1, throttles: [perK] });
-    await queue.add('fill', { k: 'a' });
-    await waitFor(() => starts.length === 1, 10_000, 'the filler started');
-    await queue.add('a1', { k: 'a' });
+    const { contract, queue, starts } = await heldBehindFiller('slow-stream', 300);
     // Eight jobs of 300 ms, one slot: a delivery call every 300 ms, each serving the slot, for 2.4 s (a1's room
     // comes after 1 s).
     await queue.addBulk(Array.from({ length: 8 }, (_, i) => ({ name: `u${i}`, data: {} })));
