@@ -6,6 +6,7 @@ export type { CostSource, CostSpec } from './declarations/Cost';
 export { Missing } from './declarations/Missing';
 export type { Limit } from './declarations/Limit';
 export type { Rate } from './declarations/Rate';
+export type { AdaptiveOptions, AdaptiveSpec } from './declarations/Adaptive';
 export type { WindowInput, WindowText, WindowUnit } from './declarations/window';
 export { isWindowText } from './declarations/window';
 export { parseWindowMs } from './declarations/window';
@@ -18,6 +19,7 @@ export type { Delivery, BucketRequest, GrantResult, ThrottleSpec } from './grant
 export { ThrottleKeys } from './keys/ThrottleKeys';
 export { InvalidThrottleError } from './errors/InvalidThrottleError';
 export { RetryAfterError } from './errors/RetryAfterError';
+export { SlowDownError } from './errors/SlowDownError';
 export { ThrottleConflictError } from './errors/ThrottleConflictError';
 export { InvalidGrantError } from './errors/InvalidGrantError';
 export { InvalidOptionError } from './errors/InvalidOptionError';

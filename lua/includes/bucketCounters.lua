@@ -28,7 +28,8 @@
   A new kind is its include (its counter, and its table with these functions), its entry in `kinds` and
   `saveOrder` below, and its fields in the limits hash (written by lua/publishLimits-n.lua from
   src/lua/calls/publishLimits.ts' limitFields). Fields that are no kind's are the throttle's: p (paused), k
-  (keys have overrides), ou and d (the whole throttle's override, includes/limitOverrides) and v (the
+  (keys have overrides), ou and d (the whole throttle's override, includes/limitOverrides), a (an adaptive
+  limit, includes/adaptiveLimit, applied per bucket) and v (the
   registry version). The limits hash is read once per throttle a run (limitsCache), so going over the kinds
   for each field costs nothing per job.
   Needs, from the including script: rcall and includes/nowUs (the kinds bring the rest).
@@ -39,6 +40,7 @@
 --- @include "throttlePauses"
 --- @include "limitOverrides"
 --- @include "inFlightCounter"
+--- @include "adaptiveLimit"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
 local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
@@ -66,6 +68,8 @@ function throttleLimits(throttlePrefix, encodedName)
         cached.paused = true
       elseif field == 'k' then
         cached.keyOverrides = true
+      elseif field == 'a' then
+        cached.adaptive = adaptiveLimit.parse(flat[i + 1])
       else
         for k = 1, #kinds do
           if kinds[k].readField(field, flat[i + 1], cached) then break end
@@ -109,7 +113,7 @@ end
 
 -- The limits one bucket counts: its throttle's, or merged with the bucket's own override while it lasts.
 -- An override is of windows (includes/limitOverrides): every other kind's limits are the throttle's.
-local function limitsOfBucket(limits, bucket, nowUs)
+local function overriddenLimits(limits, bucket, nowUs)
   if not limits.keyOverrides then return limits end
   local override = activeOverride(rcall('HGET', limits.base .. ':overrides', bucket.bucket), math.floor(nowUs / 1000))
   if not override then return limits end
@@ -122,6 +126,14 @@ local function limitsOfBucket(limits, bucket, nowUs)
   end
   for windowMs, max in pairs(mergedWindows(declared, override)) do windowKind.readField(tostring(windowMs), max, own) end
   return own
+end
+
+-- The limits one bucket counts: its throttle's, merged with the bucket's own override, an adaptive limit at
+-- its live value (includes/adaptiveLimit).
+local function limitsOfBucket(limits, bucket, nowUs)
+  limits = overriddenLimits(limits, bucket, nowUs)
+  if limits.adaptive then return adaptiveLimit.applied(limits, bucket, nowUs) end
+  return limits
 end
 
 -- Every counter of one bucket, or nil when its throttle has no limits.

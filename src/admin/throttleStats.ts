@@ -15,6 +15,7 @@ import { nextRoomAt } from './nextRoom';
 import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
 import { throttleSummary } from './throttleSummary';
 import { BucketStats, ThrottleStats } from './types';
+import { adaptedLimits, readAdaptiveLimit } from './adaptiveReading';
 
 /** What a throttle does over every queue that declares it (ThrottleAdmin.throttleStats). */
 export async function readThrottleStats(admin: AdminContext, name: string, options: { top?: number }): Promise<ThrottleStats> {
@@ -68,9 +69,12 @@ export async function readBucketStats(admin: AdminContext, name: string, key: re
   // The limits it counts against: its own override, the throttle's, or the declared ones (read first: they
   // say which counters to read; they change rarely).
   const override = (await readBucketOverride(admin.connections.ns, admin.keys, name, bucket, now)) ?? (await readOverrides(admin.connections.ns, admin.keys, name, now)).throttle;
+  // An adaptive limit lowered by 429s caps what the declarations or an override say.
+  const adaptive = await readAdaptiveLimit(admin.connections.nsRunner, admin.keys, throttle, bucket);
+  const inForce = adaptedLimits(override?.limits ?? throttle.limits, throttle.tokenRate, adaptive);
   const declaring = entriesDeclaring(entries, name);
   const [figures, dispatchDelay] = await Promise.all([
-    readBucketFigures(figureSource(admin), throttle, bucket, override?.limits ?? throttle.limits, admin.registry.queuesOf(declaring).map((q) => q.throttleStats(name))),
+    readBucketFigures(figureSource(admin), { ...throttle, ...(inForce.rate ? { tokenRate: inForce.rate } : {}) }, bucket, inForce.limits, admin.registry.queuesOf(declaring).map((q) => q.throttleStats(name))),
     throttle.maxInFlight === undefined ? null : dispatchDelayOf(admin, declaring),
   ]);
   const { limits, rate, inFlight, pausedUntil } = figures;
@@ -79,7 +83,8 @@ export async function readBucketStats(admin: AdminContext, name: string, key: re
     key: bucket === UNKEYED_BUCKET ? [] : bucket === MISSING_KEY_BUCKET ? null : [...(key ?? [])],
     limits,
     limitSource: override ? 'override' : 'declared',
-    effective: effectiveRate(override?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
+    adaptive,
+    effective: effectiveRate(inForce.limits, inForce.rate, concurrencyOf(throttle, dispatchDelay)),
     bindingNow: pausedUntil !== undefined ? 'paused' : bindingNow(limits, rate, inFlight),
     rate,
     inFlight,

@@ -1,3 +1,4 @@
+import type { AdaptiveLimitReading } from './adaptiveReading';
 import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Missing } from '../declarations/Missing';
@@ -165,6 +166,11 @@ export interface BucketStats {
   }[];
   /** Where `limits` come from: the declarations, or an override (the bucket's own, else the throttle's). */
   limitSource: 'declared' | 'override';
+  /**
+   * The throttle's adaptive limit (`Throttle.adaptive`) in this bucket: its live value, which `limits` (or `rate`)
+   * already show in place of the declared one when lower; null when the throttle has none.
+   */
+  adaptive: AdaptiveLimitReading | null;
   /** What the bucket can sustain under its limits, and which limit sets it. */
   effective: EffectiveRate | null;
   /** The limit that holds the bucket back now ('10 per 1s', 'rate 5 per 1s', 'paused'); null: it has room. */

@@ -1,4 +1,5 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { AdaptiveOptions, AdaptiveSpec, adaptedLimit, checkAdaptive } from './Adaptive';
 import { CostSource, CostSpec } from './Cost';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
@@ -37,14 +38,19 @@ export class Throttle {
     readonly maxInFlight?: number,
     /** What each job counts instead of 1 (`cost`). Undefined when no cost is declared: each job counts 1. */
     readonly costSpec?: CostSpec,
+    /** The limit that follows the API's 429s (`adaptive`), and how. Undefined when no limit is adaptive. */
+    readonly adaptiveSpec?: AdaptiveSpec,
+    /** The limit declared last (`limit`'s window, 'rate' or 'concurrency'): the one `adaptive` would adapt. */
+    private readonly lastLimit?: 'rate' | 'concurrency' | number,
   ) {
     Object.freeze(this);
   }
 
   /** This declaration with some of its parts replaced. */
-  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number; costSpec?: CostSpec }): Throttle {
+  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number; costSpec?: CostSpec; adaptiveSpec?: AdaptiveSpec; lastLimit?: 'rate' | 'concurrency' | number }): Throttle {
     return new Throttle(this.name, parts.limits ?? this.limits, parts.keyParts ?? this.keyParts, parts.missing ?? this.missing,
-      parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight, parts.costSpec ?? this.costSpec);
+      parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight, parts.costSpec ?? this.costSpec,
+      parts.adaptiveSpec ?? this.adaptiveSpec, parts.lastLimit ?? this.lastLimit);
   }
 
   /**
@@ -85,7 +91,7 @@ export class Throttle {
     for (const existing of this.limits) checkLimitPair(this.name, existing, limit);
     if (this.tokenRate) checkRateAgainstLimit(this.name, this.tokenRate, limit);
     const limits = [...this.limits, limit].sort((a, b) => a.windowMs - b.windowMs);
-    return this.with({ limits: Object.freeze(limits) });
+    return this.with({ limits: Object.freeze(limits), lastLimit: limit.windowMs });
   }
 
   /**
@@ -118,7 +124,7 @@ export class Throttle {
     }
     const rate = checkRate(this.name, n, parseWindowMs(per, `Throttle '${this.name}': rate(${n}, ${JSON.stringify(per)})`), options?.burst ?? 1);
     for (const limit of this.limits) checkRateAgainstLimit(this.name, rate, limit);
-    return this.with({ tokenRate: rate });
+    return this.with({ tokenRate: rate, lastLimit: 'rate' });
   }
 
   /**
@@ -136,7 +142,37 @@ export class Throttle {
     if (this.maxInFlight !== undefined) {
       throw new InvalidThrottleError(`Throttle '${this.name}': concurrency() is declared twice; keep one (the lower one).`);
     }
-    return this.with({ maxInFlight: checkConcurrency(this.name, n) });
+    return this.with({ maxInFlight: checkConcurrency(this.name, n), lastLimit: 'concurrency' });
+  }
+
+  /**
+   * Makes the limit declared just before (a `rate` or a `limit`) follow the API: a RetryAfterError or
+   * SlowDownError thrown by a job of this throttle multiplies its bucket's live limit by `decrease` (at most once
+   * a window: the signals that follow within one come from deliveries made at the old limit), never below
+   * `min`; each window (a rate's period) without a signal adds `increase`, never above the declared limit or
+   * `max`. The live limit is kept in Redis per bucket, shared by every worker, and every grant is held to it; a
+   * rate's burst stays as declared.
+   *
+   * @example
+   * Throttle.named('partner').rate(50, '1s', { burst: 10 }).adaptive({ min: 5 });
+   * @param options - `min` (required), `max`, `decrease` (default 0.5), `increase` (default a hundredth of the
+   * ceiling, at least 1).
+   * @returns A new declaration with the adaptive limit.
+   * @throws InvalidThrottleError when no rate or window limit comes right before, `adaptive` is declared twice,
+   * or an option is out of range (min above the declared limit, decrease not between 0 and 1).
+   */
+  adaptive(options: AdaptiveOptions): Throttle {
+    if (this.adaptiveSpec) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': adaptive() is declared twice; one limit of a throttle adapts.`);
+    }
+    const target = this.lastLimit;
+    const adapted = target === undefined || target === 'concurrency' ? undefined : adaptedLimit(target, this.limits, this.tokenRate);
+    if (target === undefined || target === 'concurrency' || !adapted) {
+      throw new InvalidThrottleError(
+        `Throttle '${this.name}': adaptive() follows the rate or window limit it adapts, such as .rate(50, '1s').adaptive({ min: 5 }) or .limit(100, '1s').adaptive({ min: 10 })${target === 'concurrency' ? '; a concurrency does not adapt' : ''}.`,
+      );
+    }
+    return this.with({ adaptiveSpec: checkAdaptive(this.name, target, adapted.n, options) });
   }
 
   /**

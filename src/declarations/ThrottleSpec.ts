@@ -1,3 +1,4 @@
+import { AdaptiveSpec } from './Adaptive';
 import { CostSpec } from './Cost';
 import { KeyPart } from './Key';
 import { Limit } from './Limit';
@@ -20,4 +21,6 @@ export interface ThrottleSpec {
   readonly maxInFlight?: number;
   /** What a job counts instead of 1, if declared (see Throttle.cost). */
   readonly costSpec?: CostSpec;
+  /** The limit that follows the API's 429s, if declared (see Throttle.adaptive). */
+  readonly adaptiveSpec?: AdaptiveSpec;
 }

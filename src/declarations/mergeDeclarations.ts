@@ -1,5 +1,6 @@
 import { ThrottleConflictError } from '../errors/ThrottleConflictError';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
+import { AdaptiveSpec, describeAdaptive, sameAdaptive } from './Adaptive';
 import { CostSpec, describeCost, sameCost } from './Cost';
 import { describeKey, KeyPart, sameKey } from './Key';
 import { Limit } from './Limit';
@@ -24,6 +25,11 @@ export interface EffectiveThrottle {
   readonly maxInFlight?: number;
   /** The cost every declaration gives (they must agree). Undefined when none declares one: each job counts 1. */
   readonly costSpec?: CostSpec;
+  /**
+   * The adaptive limit declarations agree on, if any declares one (declarations without it still adapt: it
+   * only ever lowers what they declare).
+   */
+  readonly adaptiveSpec?: AdaptiveSpec;
   /**
    * The longest lease (ms) of a worker in leased delivery that declares this throttle, or start deadline an
    * exact worker keeps on its rate (validateLimits' rateStartDeadlineMs): a rate's tokens are granted that much
@@ -61,6 +67,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
   let missing = first.missing;
   let rate: Rate | undefined;
   let maxInFlight: number | undefined;
+  let adaptive: AdaptiveSpec | undefined;
   for (const declaration of declarations) {
     const declared = limitsOf(declaration);
     if (declared.length === 0) {
@@ -81,6 +88,12 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
         `Throttle '${first.name}' is declared with cost ${describeCost(first.costSpec)} and with cost ${describeCost(declaration.costSpec)}: one throttle counts one cost. Give one of them another name, or declare the same cost everywhere.`,
       );
     }
+    if (!sameAdaptive(adaptive, declaration.adaptiveSpec)) {
+      throw new ThrottleConflictError(
+        `Throttle '${first.name}' is declared ${describeAdaptive(adaptive!)} and ${describeAdaptive(declaration.adaptiveSpec!)}: one throttle's live limit follows one rule. Declare the same adaptive() everywhere, or leave it out of all but one.`,
+      );
+    }
+    adaptive ??= declaration.adaptiveSpec;
     missing = strictestMissing(missing, declaration.missing);
     // Each kind merges to its strictest: for one window the smallest N, the stricter rate, the lowest concurrency.
     for (const limit of declared) {
@@ -112,6 +125,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     ...(rate ? { tokenRate: rate } : {}),
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(first.costSpec ? { costSpec: first.costSpec } : {}),
+    ...(adaptive ? { adaptiveSpec: adaptive } : {}),
     rateLeaseMs: 0,
     rateLeasedMs: 0,
     declarations: declarations.length,

@@ -61,6 +61,14 @@ export class ThrottleKeys {
   }
 
   /**
+   * STRING "<live>|<since ms>": the live value of the throttle's adaptive limit in one bucket, while lowered
+   * (lua/includes/adaptiveLimit.lua, which composes the same name).
+   */
+  adaptiveLimit(name: string, bucket: string): string {
+    return `${this.throttleBase(name)}:b:${bucket}:a`;
+  }
+
+  /**
    * STRING: the latest moment (us) a delivery told a caller waiting for the bucket's window room to look again
    * (lua/includes/wakeClaims.lua, which composes the same name).
    */

@@ -3,6 +3,7 @@ import pino, { Logger } from 'pino';
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
+import { SlowDownError } from '../errors/SlowDownError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
 import { StartDeadlineStats } from './lateStarts/startDeadlines';
@@ -307,6 +308,13 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
         this.gate.latePutBacks?.markRetryAfter(job.id),
       ]);
       // bullmq's own path for a job its processor rate-limited: back to wait, no attempt counted.
+      err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
+    } else if (SlowDownError.is(err)) {
+      // Its adaptive limits go down first, so that the job, back in wait, goes at the lowered limit.
+      await Promise.all([
+        this.gate.jobs?.slowDown(job as Job, err).catch((error: Error) => this.emit('error', error)),
+        this.gate.latePutBacks?.markRetryAfter(job.id),
+      ]);
       err = (Worker as unknown as { RateLimitError(): Error }).RateLimitError();
     }
     this.gate.expectHandover(token);

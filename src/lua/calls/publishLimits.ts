@@ -16,6 +16,8 @@ export interface PublishedLimits {
   readonly limits: readonly LimitSpec[];
   /** H, the rate's longest lease (ms; rateLeaseMs), written beside a rate. */
   readonly rateLeaseMs: number;
+  /** Field a, when a limit adapts (src/declarations/Adaptive.ts' adaptiveField). */
+  readonly adaptive?: string;
 }
 
 /**
@@ -44,8 +46,9 @@ export interface PublishLimitsInput {
 /** Resolves to the number of throttles whose limits were written. */
 export function runPublishLimits(runner: ScriptRunner, input: PublishLimitsInput): Promise<number> {
   const args: ScriptArg[] = [input.ttlMs, input.registryVersion, flagArg(input.force)];
-  for (const { limits, rateLeaseMs } of input.throttles) {
+  for (const { limits, rateLeaseMs, adaptive } of input.throttles) {
     const fields = limits.flatMap((limit) => limitFields(limit, rateLeaseMs));
+    if (adaptive) fields.push('a', adaptive);
     // The number of field pairs, then the pairs.
     args.push(fields.length / 2, ...fields);
   }

@@ -10,6 +10,8 @@ import { DispatchDelay } from './dispatchDelay';
 import { JobClassifier } from '../../queueState/jobClassifier';
 import { QueueConfig } from '../../queueState/queueConfig';
 import { bucketsToPause, pauseBuckets } from './retryAfterPause';
+import { lowerAdaptiveLimits } from './adaptiveSignal';
+import type { SlowDownError } from '../../errors/SlowDownError';
 
 /** What ProcessedJobs needs of its connected gate. */
 export interface ProcessedJobsContext {
@@ -85,6 +87,7 @@ export class ProcessedJobs {
       return;
     }
     await pauseBuckets(runner, this.context.keys, buckets, error.retryAfterMs);
+    await this.lower(job, buckets, config);
     // Leased, the queue's pools of those buckets hold tokens leased before the pause: marked paused in the queue's
     // slot too (expiring with the pause, on that node's clock), so that no delivery call spends them meanwhile.
     const client = this.context.workerClient;
@@ -94,5 +97,26 @@ export class ProcessedJobs {
       }
     }
     logger.info({ queue, jobId: job.id, buckets, forMs: error.retryAfterMs }, 'buckets paused by RetryAfterError');
+  }
+
+  /**
+   * A processor threw SlowDownError (a 429 without Retry-After): the live limit of each adaptive throttle the job
+   * draws from (or the named one's) is lowered in the job's bucket. The job goes back as for RetryAfterError.
+   */
+  async slowDown(job: Job, error: SlowDownError): Promise<void> {
+    const config = this.context.config();
+    if (!config) return;
+    const buckets = bucketsToPause(job, error, this.context.classifier, config);
+    if (!buckets.some((b) => config.throttles.some((t) => t.name === b.name && t.adaptiveSpec))) {
+      this.context.logger.warn({ queue: this.context.queue, jobId: job.id, throttle: error.throttle },
+        'SlowDownError names no adaptive throttle of this job (declare one with .adaptive({ min })): no limit lowered, the job goes back to wait');
+      return;
+    }
+    await this.lower(job, buckets, config);
+  }
+
+  private async lower(job: Job, buckets: readonly { name: string; segment: string }[], config: QueueConfig): Promise<void> {
+    const lowered = await lowerAdaptiveLimits(this.context.namespaceRunner, this.context.keys, config, buckets);
+    if (lowered.length > 0) this.context.logger.info({ queue: this.context.queue, jobId: job.id, lowered }, 'adaptive limits lowered by a 429');
   }
 }

@@ -9,10 +9,11 @@ import { JobClassifier } from '../../queueState/jobClassifier';
 import { QueueConfig } from '../../queueState/queueConfig';
 
 /**
- * The buckets a RetryAfterError pauses: every bucket the job draws from under the queue's config, or only the
- * bucket of the throttle it names. Worked out as the job was classified (its key values, its stored attributes).
+ * The buckets a RetryAfterError pauses (a SlowDownError lowers, of adaptive throttles): every bucket the job draws
+ * from under the queue's config, or only the bucket of the throttle the error names. Worked out as the job was
+ * classified (its key values, its stored attributes).
  */
-export function bucketsToPause(job: Job, error: RetryAfterError, classifier: JobClassifier, config: QueueConfig): { name: string; segment: string }[] {
+export function bucketsToPause(job: Job, error: Pick<RetryAfterError, 'throttle'>, classifier: JobClassifier, config: QueueConfig): { name: string; segment: string }[] {
   const raw = job as unknown as { opts: unknown; priority?: number; data: unknown; name: string; id?: string };
   const placement = classifier.place({
     id: String(raw.id), name: raw.name ?? null, data: JSON.stringify(raw.data ?? null), opts: JSON.stringify(raw.opts ?? {}),

@@ -3,6 +3,7 @@ import { EffectiveThrottle, longestSpanMs } from '../../declarations/mergeDeclar
 import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
 import { ScriptRunner } from '../../lua/scripts';
 import { runPublishLimits } from '../../lua/calls/publishLimits';
+import { adaptiveField, publishedAdaptive } from '../../declarations/Adaptive';
 import { PublishQueueConfigReply, runPublishQueueConfig } from '../../lua/calls/publishQueueConfig';
 import { QueueConfig } from '../../queueState/queueConfig';
 
@@ -59,9 +60,13 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
   if (throttles.length > 0) {
     await runPublishLimits(targets.throttles, {
       ttlMs: stateTtlMs, registryVersion: version, force,
-      throttles: throttles.map((throttle) => ({
-        limitsKey: targets.keys.effectiveLimits(throttle.name), limits: limitsOf(throttle), rateLeaseMs: throttle.rateLeaseMs,
-      })),
+      throttles: throttles.map((throttle) => {
+        const adaptive = throttle.adaptiveSpec && publishedAdaptive(throttle.adaptiveSpec, throttle.limits, throttle.tokenRate);
+        return {
+          limitsKey: targets.keys.effectiveLimits(throttle.name), limits: limitsOf(throttle), rateLeaseMs: throttle.rateLeaseMs,
+          ...(adaptive ? { adaptive: adaptiveField(adaptive) } : {}),
+        };
+      }),
     });
   }
   return reply === PublishQueueConfigReply.Changed ? 'changed' : 'unchanged';

@@ -1,0 +1,32 @@
+--[[
+  The live value of a throttle's adaptive limit in one bucket (includes/adaptiveLimit): read it, or lower it
+  for a 429 from the API (a RetryAfterError or SlowDownError thrown by a job of the throttle), at most once
+  a period.
+
+  Input:
+    KEYS[1] the bucket's adaptive limit (STRING, <throttle base>:b:<bucket>:a)
+    KEYS[2] the throttle's limits (HASH; field a: the adaptive limit, as published)
+    ARGV[1] '1' to lower it, '0' to read it
+
+  Output: { nowMs, changed (1 or 0), live before, live after, ceiling, min, the latest decrease (ms, 0: none
+  kept) }; { nowMs, -1 } when the throttle has no adaptive limit (none published, or its workers'
+  declarations lapsed)
+]]
+local rcall = redis.call
+
+--- @include "includes/nowUs"
+--- @include "includes/adaptiveLimit"
+
+local nowMs = math.floor(nowUs() / 1000)
+local spec = adaptiveLimit.parse(rcall('HGET', KEYS[2], 'a') or '')
+if not spec then return { nowMs, -1 } end
+local changed, before, after = false, nil, nil
+if ARGV[1] == '1' then
+  before, after, changed = adaptiveLimit.decrease(spec, KEYS[1], nowMs)
+else
+  before = adaptiveLimit.live(spec, rcall('GET', KEYS[1]), nowMs)
+  after = before
+end
+local stored = rcall('GET', KEYS[1])
+local sinceMs = stored and tonumber(string.match(stored, '|(%d+)$')) or 0
+return { nowMs, changed and 1 or 0, before, after, spec.ceiling, spec.min, sinceMs }
