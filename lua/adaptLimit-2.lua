@@ -8,8 +8,8 @@
     KEYS[2] the throttle's limits (HASH; field a: the adaptive limit, as published)
     ARGV[1] '1' to lower it, '0' to read it
 
-  Output: { nowMs, changed (1 or 0), live before, live after, ceiling, min, the latest decrease (ms, 0: none
-  kept) }; { nowMs, -1 } when the throttle has no adaptive limit (none published, or its workers'
+  Output: { nowMs, changed (1 or 0), live before, live after, ceiling, min, the latest decrease (ms; 0 once
+  back at the ceiling) }; { nowMs, -1 } when the throttle has no adaptive limit (none published, or its workers'
   declarations lapsed)
 ]]
 local rcall = redis.call
@@ -27,6 +27,7 @@ else
   before = adaptiveLimit.live(spec, rcall('GET', KEYS[1]), nowMs)
   after = before
 end
-local stored = rcall('GET', KEYS[1])
+-- When it was lowered, while it is below its ceiling.
+local stored = after < spec.ceiling and rcall('GET', KEYS[1])
 local sinceMs = stored and tonumber(string.match(stored, '|(%d+)$')) or 0
 return { nowMs, changed and 1 or 0, before, after, spec.ceiling, spec.min, sinceMs }

@@ -25,7 +25,7 @@ local adaptiveLimit = {}
 do
 -- Field a -> { target ('r' or W), min, ceiling, decrease, increase, periodMs }.
 function adaptiveLimit.parse(text)
-  local target, min, ceiling, decrease, increase, periodMs = string.match(text, '^(%w+) (%d+) (%d+) ([%d.]+) (%d+) (%d+)$')
+  local target, min, ceiling, decrease, increase, periodMs = string.match(text, '^(%w+) (%d+) (%d+) (%S+) (%d+) (%d+)$')
   if not target then return nil end
   return {
     target = target, min = tonumber(min), ceiling = tonumber(ceiling), decrease = tonumber(decrease),

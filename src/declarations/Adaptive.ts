@@ -2,11 +2,19 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { Limit } from './Limit';
 import { Rate } from './Rate';
 
-/** What `Throttle.adaptive` takes: how the live limit follows the API's 429s. */
+/**
+ * What `Throttle.adaptive` takes: how the live limit follows the API's 429s.
+ *
+ * @example
+ * Throttle.named('partner').rate(50, '1s', { burst: 10 }).adaptive({ min: 5, decrease: 0.5, increase: 2 });
+ */
 export interface AdaptiveOptions {
   /** The live limit never goes below this (deliveries per window, or a rate's n), a positive whole number. */
   readonly min: number;
-  /** The live limit never goes above this, nor above the declared limit. Left out: the declared limit. */
+  /**
+   * The live limit never goes above this, nor above the declared limit; from min to the declared limit.
+   * @default the declared limit
+   */
   readonly max?: number;
   /** What a signal multiplies the live limit by, more than 0 and less than 1. @default 0.5 */
   readonly decrease?: number;
@@ -22,10 +30,15 @@ export interface AdaptiveOptions {
  * and the options given. The ceiling, and the default increase, come from the limits merged across declarations.
  */
 export interface AdaptiveSpec {
+  /** The limit that adapts: 'rate', or the window limit of this length (ms). */
   readonly target: 'rate' | number;
+  /** The least the live limit goes down to. */
   readonly min: number;
+  /** The most it goes up to, when below the declared limit. */
   readonly max?: number;
+  /** What a 429 multiplies it by. */
   readonly decrease: number;
+  /** What each period without a 429 adds; undefined: a hundredth of the ceiling, at least 1. */
   readonly increase?: number;
 }
 

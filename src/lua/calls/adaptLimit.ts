@@ -28,7 +28,7 @@ export interface AdaptiveReading {
   readonly after: number;
   readonly ceiling: number;
   readonly min: number;
-  /** When it was last lowered (ms, the namespace node's clock); 0 when it is back at its ceiling. */
+  /** When it was last lowered (ms, the namespace node's clock), while below its ceiling; 0 once back there. */
   readonly loweredAtMs: number;
 }
 
