@@ -7,7 +7,7 @@ export { Missing } from './declarations/Missing';
 export type { Limit } from './declarations/Limit';
 export type { Rate } from './declarations/Rate';
 export type { AdaptiveOptions, AdaptiveSpec } from './declarations/Adaptive';
-export type { AdaptiveLimitReading } from './admin/adaptiveReading';
+export type { AdaptiveLimitReading, AdaptiveThrottleReading } from './admin/adaptiveReading';
 export type { WindowInput, WindowText, WindowUnit } from './declarations/window';
 export { isWindowText } from './declarations/window';
 export { parseWindowMs } from './declarations/window';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { adaptiveField, PublishedAdaptive } from '../src/declarations/Adaptive';
 import { ThrottleKeys } from '../src/keys/ThrottleKeys';
-import { runAdaptLimit } from '../src/lua/calls/adaptLimit';
+import { adaptLimitInput, runAdaptLimit } from '../src/lua/calls/adaptLimit';
 import { ScriptRunner } from '../src/lua/scripts';
 import { AdaptiveModel } from './model/adaptiveModel';
 import { deleteKeysUnder, newRedis, uniquePrefix } from './support/redis';
@@ -40,7 +40,7 @@ describe('adaptive limits against the reference model', () => {
       const clock = new TestClock();
       const runner = new ScriptRunner(redis, steerableLuaScripts(), () => clock.internals().extraArgs!());
       const model = new AdaptiveModel(spec);
-      const call = { adaptive: keys.adaptiveLimit('partner', 'b'), limits: keys.effectiveLimits('partner') };
+      const call = adaptLimitInput(keys, 'partner', 'b', false);
       try {
         await redis.hset(call.limits, 'a', adaptiveField(spec));
         const first = await runAdaptLimit(runner, { ...call, lower: false });

@@ -7,6 +7,8 @@
   and, per bucket lowered,
     <throttle base>:b:<bucket>:a   STRING "<live>|<sinceMs>": the live limit its latest decrease set, at sinceMs
                                    (this node's clock); it expires once raised back to the ceiling
+    <throttle base>:adapted        ZSET bucket segment -> when (ms) it is back at its ceiling: the buckets
+                                   lowered now, for throttleStats
   The live limit at nowMs is min(ceiling, live + increase * floor((nowMs - sinceMs) / periodMs)): each whole
   period without a decrease adds increase, worked out when read (nothing is written to raise it); no key,
   the ceiling. A decrease (lua/adaptLimit-2.lua) sets it to floor(live at nowMs * decrease), at least min, at
@@ -60,6 +62,16 @@ function adaptiveLimit.decrease(spec, key, nowMs)
   local steps = math.ceil((spec.ceiling - after) / spec.increase) + 1
   rcall('SET', key, after .. '|' .. nowMs, 'PX', steps * spec.periodMs)
   return before, after, true
+end
+
+-- Notes a bucket lowered to `after` at nowMs in the throttle's index of lowered buckets (a ZSET, segment -> the
+-- ms it is back at its ceiling by), dropping those back already; the index lasts as long as its latest entry.
+function adaptiveLimit.noteLowered(spec, indexKey, segment, after, nowMs)
+  local backAtMs = nowMs + math.ceil((spec.ceiling - after) / spec.increase) * spec.periodMs
+  rcall('ZREMRANGEBYSCORE', indexKey, '-inf', nowMs)
+  rcall('ZADD', indexKey, backAtMs, segment)
+  local latest = rcall('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
+  rcall('PEXPIREAT', indexKey, tonumber(latest[2]))
 end
 
 -- The bucket's limits with the adapted one at its live value (a copy: limits is the throttle's, shared by its

@@ -1,8 +1,11 @@
+import { publishedAdaptive } from '../declarations/Adaptive';
+import type { KeyValue } from '../declarations/Key';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
+import { decodeBucket, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { Limit } from '../declarations/Limit';
 import { Rate } from '../declarations/Rate';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
-import { runAdaptLimit } from '../lua/calls/adaptLimit';
+import { adaptLimitInput, runAdaptLimit } from '../lua/calls/adaptLimit';
 import { ScriptRunner } from '../lua/scripts';
 
 /** A bucket's adaptive limit (Throttle.adaptive) as the delivery scripts hold it now. */
@@ -23,9 +26,48 @@ export interface AdaptiveLimitReading {
 export async function readAdaptiveLimit(runner: ScriptRunner, keys: ThrottleKeys, throttle: EffectiveThrottle, bucket: string): Promise<AdaptiveLimitReading | null> {
   const spec = throttle.adaptiveSpec;
   if (!spec) return null;
-  const reply = await runAdaptLimit(runner, { adaptive: keys.adaptiveLimit(throttle.name, bucket), limits: keys.effectiveLimits(throttle.name), lower: false });
+  const reply = await runAdaptLimit(runner, adaptLimitInput(keys, throttle.name, bucket, false));
   if (!reply.adaptive) return null;
   return { target: spec.target, live: reply.after, ceiling: reply.ceiling, min: reply.min, loweredAt: reply.loweredAtMs > 0 ? reply.loweredAtMs : null };
+}
+
+/** What throttleStats shows of a throttle's adaptive limit over its buckets. */
+export interface AdaptiveThrottleReading {
+  /** The limit that adapts: 'rate', or a window limit's length (ms). */
+  target: 'rate' | number;
+  /** The most it rises to: the merged declared limit, or the declaration's `max`. */
+  ceiling: number;
+  /** The least it goes down to. */
+  min: number;
+  /** Buckets below their ceiling now (lowered by a 429 and not yet raised back). */
+  loweredBuckets: number;
+  /** An unkeyed throttle's one bucket: its live limit now; null for a keyed throttle (see `lowered`). */
+  live: number | null;
+  /** The buckets lowered latest (at most throttleStats' `top`), with their live limits; key as in topBuckets. */
+  lowered: { key: KeyValue[] | null; live: number; loweredAt: number | null }[];
+}
+
+/**
+ * Reads a throttle's adaptive limit over its buckets: the index's count and latest segments (read with its other
+ * figures), then the live value of those and of an unkeyed throttle's bucket (lua/adaptLimit-3.lua, reading).
+ */
+export async function readAdaptiveThrottle(runner: ScriptRunner, keys: ThrottleKeys, throttle: EffectiveThrottle,
+  adapted: { count: number; latest: readonly string[] } | null): Promise<AdaptiveThrottleReading | null> {
+  const spec = throttle.adaptiveSpec;
+  const published = spec && publishedAdaptive(spec, throttle.limits, throttle.tokenRate);
+  if (!spec || !published || !adapted) return null;
+  const unkeyed = throttle.keyParts ? null : await readAdaptiveLimit(runner, keys, throttle, UNKEYED_BUCKET);
+  const lowered = [];
+  for (const segment of adapted.latest) {
+    const reading = await readAdaptiveLimit(runner, keys, throttle, segment);
+    if (!reading || reading.loweredAt === null) continue;
+    const decoded = decodeBucket(segment);
+    lowered.push({ key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, live: reading.live, loweredAt: reading.loweredAt });
+  }
+  return {
+    target: spec.target, ceiling: published.ceiling, min: published.min, loweredBuckets: adapted.count,
+    live: unkeyed ? unkeyed.live : null, lowered,
+  };
 }
 
 /** The limits a bucket counts against with its adaptive one at its live value (as lua/includes/adaptiveLimit.lua applies it). */

@@ -33,6 +33,8 @@ export interface ThrottleFigures {
   overrides: { throttle: LimitOverride | null; buckets: number };
   /** An unkeyed throttle's one bucket: what each limit counts in its window, in the order of its limits; null when keyed. */
   unkeyedCounted: number[] | null;
+  /** With an adaptive limit: how many buckets are below its ceiling, and the `top` latest back (their segments). */
+  adapted: { count: number; latest: string[] } | null;
 }
 
 /**
@@ -52,6 +54,7 @@ export async function readThrottleFigures(source: FigureSource, throttle: Effect
   const overrides = ns.hgetall(keys.limitOverrides(name));
   const record = ns.hmget(keys.grantorRecord, RECOVERY_FIELDS);
   const ownHold = ns.hmget(keys.grantorHolds, [encodeSegment(name)]);
+  const adapted = throttle.adaptiveSpec ? { count: ns.live(keys.adaptedBuckets(name)), latest: ns.top(keys.adaptedBuckets(name), top) } : null;
   const counters = throttle.keyParts ? null : throttle.limits.map((limit) => ({ limit, read: ns.hgetall(keys.windowCounter(name, UNKEYED_BUCKET, limit.windowMs)) }));
   const queueReads = queues.map((q) => {
     const read = source.oneNode ? ns : new SnapshotRead();
@@ -72,6 +75,7 @@ export async function readThrottleFigures(source: FigureSource, throttle: Effect
     paused: pausesInForce(pauses(nsSnapshot), now),
     overrides: overridesInForce(overrides(nsSnapshot), now),
     unkeyedCounted: counters && counters.map(({ limit, read }) => readCounter(read(nsSnapshot), limit.max, limit.windowMs, now).counted),
+    adapted: adapted && { count: adapted.count(nsSnapshot), latest: adapted.latest(nsSnapshot).filter(([, backAt]) => backAt > now).map(([segment]) => segment) },
   };
 }
 

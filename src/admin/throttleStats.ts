@@ -15,7 +15,7 @@ import { nextRoomAt } from './nextRoom';
 import { FigureSource, lastWindowOf, readThrottleFigures, topBucketsOf } from './throttleFigures';
 import { throttleSummary } from './throttleSummary';
 import { BucketStats, ThrottleStats } from './types';
-import { adaptedLimits, readAdaptiveLimit } from './adaptiveReading';
+import { adaptedLimits, readAdaptiveLimit, readAdaptiveThrottle } from './adaptiveReading';
 
 /** What a throttle does over every queue that declares it (ThrottleAdmin.throttleStats). */
 export async function readThrottleStats(admin: AdminContext, name: string, options: { top?: number }): Promise<ThrottleStats> {
@@ -29,6 +29,7 @@ export async function readThrottleStats(admin: AdminContext, name: string, optio
     dispatchDelayOf(admin, declaring),
   ]);
   const { totals, overrides } = figures;
+  const adaptive = await readAdaptiveThrottle(admin.connections.nsRunner, admin.keys, throttle, figures.adapted);
   return {
     ...throttleSummary(throttle, declaring.length),
     // An override replaces the declared limits while it lasts.
@@ -48,6 +49,7 @@ export async function readThrottleStats(admin: AdminContext, name: string, optio
     paused: figures.paused,
     limitSource: overrides.throttle ? 'override' : 'declared',
     overrides,
+    adaptive,
     effective: effectiveRate(overrides.throttle?.limits ?? throttle.limits, throttle.tokenRate, concurrencyOf(throttle, dispatchDelay)),
     dispatchDelay,
     at: figures.nowMs,

@@ -1,4 +1,4 @@
-import type { AdaptiveLimitReading } from './adaptiveReading';
+import type { AdaptiveLimitReading, AdaptiveThrottleReading } from './adaptiveReading';
 import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
 import { Missing } from '../declarations/Missing';
@@ -130,6 +130,8 @@ export interface ThrottleStats extends ThrottleSummary {
   };
   /** Pauses in force (ThrottleAdmin.pause, RetryAfterError): the whole throttle's, and how many buckets are paused on their own. */
   paused: ThrottlePause | null;
+  /** Its adaptive limit (`Throttle.adaptive`): the live value, or the buckets 429s lowered; null when it has none. */
+  adaptive: AdaptiveThrottleReading | null;
   /** Leased tokens that expired unused, over every queue (0 in exact delivery): steady growth means grants outrun deliveries. */
   tokensExpired: number;
   /** How long the job waiting longest on a full bucket of the throttle has waited, over every queue (ms; null: none waits). */

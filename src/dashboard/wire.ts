@@ -45,6 +45,15 @@ export interface WireThrottleStats {
   effective: { perSecond: number; binding: string } | null;
   overrides: { throttle: { limits: WireLimit[]; until: number | null } | null; buckets: number };
   paused: { all?: { until: number | null }; buckets: number } | null;
+  /** The adaptive limit (Throttle.adaptive): an unkeyed throttle's live value, or the buckets 429s lowered. */
+  adaptive: {
+    target: 'rate' | number;
+    ceiling: number;
+    min: number;
+    loweredBuckets: number;
+    live: number | null;
+    lowered: { key: WireKeyValue[] | null; live: number; loweredAt: number | null }[];
+  } | null;
   /** How long the job waiting longest on a full bucket has waited (ms; null: none waits). */
   oldestWaitingMs: number | null;
   /** Waits of delivered jobs: cumulative counts at the histogram's bounds (src/admin/holdTimes.ts), then all of them. */
@@ -168,6 +177,8 @@ export interface WireBucket {
   rate: { n: number; perMs: number; burst: number; room: number; roomAt: number | null } | null;
   inFlight: { max: number; counted: number; leased: number } | null;
   paused: { until: number | null } | null;
+  /** The bucket's adaptive limit: its live value (already in `limits` or `rate` when lower than declared). */
+  adaptive: { target: 'rate' | number; live: number; ceiling: number; min: number; loweredAt: number | null } | null;
   waiting: number;
   /** null while a pause without an end holds the bucket: room returns when it is resumed. */
   nextRoomAt: number | null;

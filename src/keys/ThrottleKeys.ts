@@ -69,6 +69,14 @@ export class ThrottleKeys {
   }
 
   /**
+   * ZSET bucket segment -> when (ms) its adaptive limit is back at its ceiling: the throttle's buckets lowered by
+   * 429s (lua/includes/adaptiveLimit.lua).
+   */
+  adaptedBuckets(name: string): string {
+    return `${this.throttleBase(name)}:adapted`;
+  }
+
+  /**
    * STRING: the latest moment (us) a delivery told a caller waiting for the bucket's window room to look again
    * (lua/includes/wakeClaims.lua, which composes the same name).
    */

@@ -78,6 +78,20 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.throttles.map((t) => ({ labels: { throttle: t.name }, value: t.paused?.buckets ?? 0 })),
   },
   {
+    name: 'bullmq_throttle_adaptive_limit',
+    help: 'The live value of the throttle\'s adaptive limit (a window\'s N, or a rate\'s n), which 429s lower and time raises back to its ceiling; unkeyed adaptive throttles only (keyed: bullmq_throttle_adaptive_lowered_buckets).',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.filter((t) => t.adaptive?.live != null).map((t) => ({ labels: { throttle: t.name }, value: t.adaptive!.live! })),
+  },
+  {
+    name: 'bullmq_throttle_adaptive_lowered_buckets',
+    help: 'Buckets of the throttle whose adaptive limit 429s lowered, not yet raised back to its ceiling (adaptive throttles only).',
+    type: 'gauge',
+    labelNames: ['throttle'],
+    samples: (s) => s.throttles.filter((t) => t.adaptive).map((t) => ({ labels: { throttle: t.name }, value: t.adaptive!.loweredBuckets })),
+  },
+  {
     name: 'bullmq_throttle_oldest_waiting_seconds',
     help: 'How long the job waiting longest on a full bucket of the throttle has waited, from when it started to, over every queue (0 when none waits).',
     type: 'gauge',

@@ -157,6 +157,8 @@ describe('dashboard API', () => {
     expect(byName['in-flight'].inFlight).toEqual({ counted: 2, max: 2, key: [] });
     expect(byName['rate-only']).toMatchObject({ inFlight: null, cost: null, waiting: 4, limitedTotal: 4 });
     expect(byName.open).toMatchObject({ cost: 'Cost.data("tokens") with default 1', lastWindow: [{ windowMs: 60_000, max: 1000, delivered: 15 }] });
+    expect(byName.open.adaptive).toMatchObject({ target: 60_000, ceiling: 1000, min: 10, live: 500, loweredBuckets: 1 });
+    expect(byName['rate-only'].adaptive).toBeNull();
     // 3 delivered without waiting: each at most the first bound; 'rate-only' delivered 1, also without waiting.
     expect(byName.open.holdPercentiles).toEqual({ count: 3, meanMs: 0, p50: { atMostMs: 100 }, p90: { atMostMs: 100 }, p99: { atMostMs: 100 } });
     expect(byName.stopped.holdPercentiles).toEqual({ count: 0, meanMs: null, p50: null, p90: null, p99: null });

@@ -79,6 +79,7 @@ describe('dashboard at a glance', () => {
     await expectText(page, `${card('stopped')} [data-field="drain"]`, 'drains once resumed');
     await expectText(page, `${card('in-flight')} [data-field="drain"]`, 'drain time unknown (no processing time measured yet)');
     await expectText(page, `${card('open')} [data-field="backlog"]`, 'no backlog');
+    await expectText(page, `${card('open')} [data-field="adaptive"]`, 'the 1m limit adapts to 429s between 10 and 1,000: lowered to 500');
     // Jobs that waited, each once (not re-checks), and how long delivered jobs were held.
     await expectText(page, `${card('rate-only')} [data-field="limitedTotal"]`, '4');
     expect(await page.locator(`${card('rate-only')} [data-field="limitedTotal"] + .label`).textContent()).toBe('jobs that waited');

@@ -15,6 +15,8 @@ const THROTTLE_METRICS = [
   'bullmq_throttle_recovery_hold_seconds',
   'bullmq_throttle_paused',
   'bullmq_throttle_paused_buckets',
+  'bullmq_throttle_adaptive_limit',
+  'bullmq_throttle_adaptive_lowered_buckets',
   'bullmq_throttle_oldest_waiting_seconds',
   'bullmq_throttle_hold_seconds',
   'bullmq_throttle_active_buckets',

@@ -42,6 +42,7 @@ export function formatBucketStats(stats: BucketStats): string {
     ], { indent: '  ' }),
     ...table([
       ...(stats.paused ? [['paused', formatRemaining(stats.paused.until, stats.at)] as [string, string]] : []),
+      ...(stats.adaptive ? [['adaptive', `live ${formatCount(stats.adaptive.live)} of ${formatCount(stats.adaptive.ceiling)} (min ${formatCount(stats.adaptive.min)})${stats.adaptive.loweredAt === null ? '' : `, lowered by a 429 ${formatRelative(stats.adaptive.loweredAt, stats.at)}`}`] as [string, string]] : []),
       ['binding now', stats.bindingNow ?? 'nothing: it has room'],
       ['waiting', `${plural(stats.waiting, 'job')} held on this bucket`],
       ['next room', stats.nextRoomAt === null ? 'when resumed' : stats.nextRoomAt <= stats.at ? 'now' : formatRelative(stats.nextRoomAt, stats.at)],

@@ -26,6 +26,9 @@ export function formatThrottleState(stats: ThrottleStats | null): string {
   if (stats.recoveryHold) parts.push(`held after a Redis restart ${formatRemaining(stats.recoveryHold.until, stats.at)}`);
   if (stats.paused?.all) parts.push(`paused ${formatRemaining(stats.paused.all.until, stats.at)}`);
   if (stats.paused && stats.paused.buckets > 0) parts.push(`${plural(stats.paused.buckets, 'bucket')} paused`);
+  if (stats.adaptive && stats.adaptive.loweredBuckets > 0) {
+    parts.push(stats.adaptive.live === null ? `${plural(stats.adaptive.loweredBuckets, 'bucket')} lowered by 429s` : `lowered by 429s to ${stats.adaptive.live}`);
+  }
   if (stats.limitSource === 'override') parts.push(`limits set at run time ${formatRemaining(stats.overrides.throttle?.until ?? null, stats.at, 'until cleared')}`);
   if (stats.overrides.buckets > 0) parts.push(`${plural(stats.overrides.buckets, 'bucket')} with limits of their own`);
   return parts.length > 0 ? parts.join('; ') : '-';

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { ThrottleStats } from '../../admin/types';
+import type { AdaptiveThrottleReading } from '../../admin/adaptiveReading';
 import { formatWindow } from '../../declarations/window';
 import { Missing } from '../../declarations/Missing';
 import { formatBucketKey, formatCount, formatLimit, formatLimits, formatRemaining, plural, table } from '../format';
@@ -47,6 +48,19 @@ function formatOverride(stats: ThrottleStats): string {
   return parts.length > 0 ? ` (${parts.join('; ')})` : '';
 }
 
+/** 'live 25 of 100 (min 5), lowered 3s ago', or for a keyed throttle '2 buckets lowered by 429s: acme 12, ...'. */
+export function formatAdaptive(adaptive: AdaptiveThrottleReading, at: number): string {
+  const limit = adaptive.target === 'rate' ? 'the rate' : `the ${formatWindow(adaptive.target)} limit`;
+  const range = `(${limit}, min ${formatCount(adaptive.min)}, ceiling ${formatCount(adaptive.ceiling)})`;
+  if (adaptive.live !== null) {
+    const lowered = adaptive.loweredBuckets > 0 && adaptive.live < adaptive.ceiling;
+    return `live ${formatCount(adaptive.live)} ${range}${lowered ? ', lowered by 429s' : ''}`;
+  }
+  if (adaptive.loweredBuckets === 0) return `every bucket at its ceiling ${range}`;
+  const latest = adaptive.lowered.map((b) => `${formatBucketKey(b.key)} ${formatCount(b.live)}`).join(', ');
+  return `${plural(adaptive.loweredBuckets, 'bucket')} lowered by 429s ${range}${latest ? `: ${latest}` : ''}`;
+}
+
 export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): string {
   const last = formatLastWindow(stats);
   const lines = [
@@ -62,6 +76,7 @@ export function formatThrottleStats(stats: ThrottleStats, top = DEFAULT_TOP): st
         stats.paused.all ? `every bucket ${formatRemaining(stats.paused.all.until, stats.at)}` : '',
         stats.paused.buckets > 0 ? `${plural(stats.paused.buckets, 'bucket')} on their own` : '',
       ].filter(Boolean).join('; ')] as [string, string]] : []),
+      ...(stats.adaptive ? [['adaptive', formatAdaptive(stats.adaptive, stats.at)] as [string, string]] : []),
       ...last.map((line, i): [string, string] => [i === 0 ? 'last window' : '', line]),
       ['totals', `${formatCount(stats.deliveredTotal)} delivered, ${plural(stats.limitedTotal, 'job')} waited on a full bucket, since its keys exist`],
     ], { indent: '  ' }),

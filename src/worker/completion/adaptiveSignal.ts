@@ -1,5 +1,5 @@
 import { ThrottleKeys } from '../../keys/ThrottleKeys';
-import { runAdaptLimit } from '../../lua/calls/adaptLimit';
+import { adaptLimitInput, runAdaptLimit } from '../../lua/calls/adaptLimit';
 import { ScriptRunner } from '../../lua/scripts';
 import { QueueConfig } from '../../queueState/queueConfig';
 
@@ -20,7 +20,7 @@ export async function lowerAdaptiveLimits(runner: ScriptRunner, keys: ThrottleKe
   const lowered: LoweredLimit[] = [];
   for (const { name, segment } of buckets) {
     if (!config.throttles.some((t) => t.name === name && t.adaptiveSpec)) continue;
-    const reply = await runAdaptLimit(runner, { adaptive: keys.adaptiveLimit(name, segment), limits: keys.effectiveLimits(name), lower: true });
+    const reply = await runAdaptLimit(runner, adaptLimitInput(keys, name, segment, true));
     if (reply.adaptive && reply.changed) lowered.push({ name, segment, before: reply.before, after: reply.after });
   }
   return lowered;

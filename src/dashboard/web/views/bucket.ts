@@ -40,7 +40,8 @@ function summary(b: WireBucket): (HTMLElement | null)[] {
       stat('bindingNow', 'holds it back', b.bindingNow ?? 'nothing'),
       stat('roomReturns', 'room returns', roomReturns(b)),
       stat('paused', 'paused', b.paused ? `paused ${formatUntil(b.paused.until, b.at)}` : 'no'),
-      stat('limitSource', 'limits from', b.limitSource)),
+      stat('limitSource', 'limits from', b.limitSource),
+      b.adaptive ? stat('adaptive', 'adaptive limit', `${formatCount(b.adaptive.live)} of ${formatCount(b.adaptive.ceiling)}${b.adaptive.loweredAt === null ? '' : ', lowered by a 429'}`) : null),
     b.waiting === 0 ? null : h('p', { class: 'backlog', 'data-field': 'backlog' }, `backlog ${formatCount(b.waiting)} job(s) `, h('span', { 'data-field': 'drain' }, bucketDrain(b).text)),
   ];
 }

@@ -16,8 +16,23 @@ export function sources(t: WireThrottle): HTMLElement {
   if (t.overrides.buckets > 0) lines.push(h('li', {}, `${formatCount(t.overrides.buckets)} bucket(s) with limits of their own`));
   if (t.paused?.all) lines.push(h('li', { class: 'warn', 'data-field': 'pausedAll' }, `every bucket paused ${formatUntil(t.paused.all.until, t.at)}`));
   if (t.paused && t.paused.buckets > 0) lines.push(h('li', { class: 'warn', 'data-field': 'pausedBuckets' }, `${formatCount(t.paused.buckets)} bucket(s) paused on their own`));
+  if (t.adaptive) lines.push(adaptiveLine(t.adaptive));
   if (t.recoveryHold) lines.push(h('li', { class: 'warn', 'data-field': 'recoveryHold' }, `held after a Redis restart or failover (${t.recoveryHold.kind}) ${formatUntil(t.recoveryHold.until, t.at)}`));
   return h('ul', { class: 'sources' }, lines);
+}
+
+/** The adaptive limit: where it stands between its min and ceiling, and what 429s lowered. */
+function adaptiveLine(a: NonNullable<WireThrottle['adaptive']>): HTMLElement {
+  const limit = a.target === 'rate' ? 'the rate' : `the ${formatWindow(a.target)} limit`;
+  const range = `between ${formatCount(a.min)} and ${formatCount(a.ceiling)}`;
+  if (a.live !== null) {
+    const lowered = a.live < a.ceiling;
+    return h('li', { class: lowered ? 'warn' : undefined, 'data-field': 'adaptive' }, `${limit} adapts to 429s ${range}: ${lowered ? `lowered to ${formatCount(a.live)}` : 'at its ceiling'}`);
+  }
+  const latest = a.lowered.map((b) => `${formatKey(b.key)} ${formatCount(b.live)}`).join(', ');
+  return h('li', { class: a.loweredBuckets > 0 ? 'warn' : undefined, 'data-field': 'adaptive' }, a.loweredBuckets === 0
+    ? `${limit} adapts to 429s ${range}: every bucket at its ceiling`
+    : `${limit} adapts to 429s ${range}: ${formatCount(a.loweredBuckets)} bucket(s) lowered${latest ? ` (${latest})` : ''}`);
 }
 
 /** Each limit in force and what it counts now: the last window's deliveries, deliveries per second, jobs in flight. */

@@ -6,7 +6,10 @@
   Input:
     KEYS[1] the bucket's adaptive limit (STRING, <throttle base>:b:<bucket>:a)
     KEYS[2] the throttle's limits (HASH; field a: the adaptive limit, as published)
+    KEYS[3] the throttle's lowered buckets (ZSET <throttle base>:adapted, bucket segment -> until when (ms) it
+            stays below the ceiling: what throttleStats counts and lists)
     ARGV[1] '1' to lower it, '0' to read it
+    ARGV[2] the bucket's segment
 
   Output: { nowMs, changed (1 or 0), live before, live after, ceiling, min, the latest decrease (ms; 0 once
   back at the ceiling) }; { nowMs, -1 } when the throttle has no adaptive limit (none published, or its workers'
@@ -23,6 +26,7 @@ if not spec then return { nowMs, -1 } end
 local changed, before, after = false, nil, nil
 if ARGV[1] == '1' then
   before, after, changed = adaptiveLimit.decrease(spec, KEYS[1], nowMs)
+  if changed then adaptiveLimit.noteLowered(spec, KEYS[3], ARGV[2], after, nowMs) end
 else
   before = adaptiveLimit.live(spec, rcall('GET', KEYS[1]), nowMs)
   after = before
