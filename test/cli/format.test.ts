@@ -95,7 +95,7 @@ describe('cli formatting helpers', () => {
 
   it('a bucket lists every limit kind it counts: windows, its rate and its concurrency', () => {
     const text = formatBucketStats({
-      throttle: 'partner', key: ['acme'], limitSource: 'declared', effective: null, bindingNow: 'concurrency 2', paused: null, waiting: 3, nextRoomAt: null, at: 1_000,
+      throttle: 'partner', key: ['acme'], limitSource: 'declared', adaptive: null, effective: null, bindingNow: 'concurrency 2', paused: null, waiting: 3, nextRoomAt: null, at: 1_000,
       limits: [{ windowMs: 1_000, max: 10, counted: 4, roomAt: null }],
       rate: { n: 5, perMs: 1_000, burst: 2, room: 1, roomAt: null },
       inFlight: { max: 2, counted: 2, leased: 0 },
