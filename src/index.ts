@@ -21,6 +21,7 @@ export { ThrottleKeys } from './keys/ThrottleKeys';
 export { InvalidThrottleError } from './errors/InvalidThrottleError';
 export { RetryAfterError } from './errors/RetryAfterError';
 export { SlowDownError } from './errors/SlowDownError';
+export { ThrottleWaitTimeoutError } from './errors/ThrottleWaitTimeoutError';
 export { ThrottleConflictError } from './errors/ThrottleConflictError';
 export { InvalidGrantError } from './errors/InvalidGrantError';
 export { InvalidOptionError } from './errors/InvalidOptionError';

@@ -17,6 +17,8 @@
     room(counters, room)              the lower of room (nil: none yet) and what the kind could grant now
     roomAtUs(counters, cost, at, lookAgainUs)   the later of at and when the kind has room for cost
                                       (lookAgainUs for a cost it can never fit)
+    waitAtUs(counters, units, at)     the later of at and when units more could have gone one after
+                                      another (an estimate for a backlog: includes/deadlines)
     add(counters, count, leaseMs)     counts count tokens granted now (a kind that counts jobs, not tokens,
                                       does nothing: exact delivery names the job, includes/exactRoom)
     save(waitingQueueBase)            writes every counter of the kind loaded in this run
@@ -43,7 +45,7 @@
 --- @include "adaptiveLimit"
 -- What other scripts use. The rest is local to the block below: a script's main chunk holds at most
 -- 200 locals, and the delivery scripts, with bullmq's includes, come close to that.
-local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, addBucketTokens, saveBucketCounters
+local throttleLimits, bucketCounters, bucketRoom, bucketRoomAtUs, bucketWaitAtUs, addBucketTokens, saveBucketCounters
 do
 local limitsCache = {}
 -- Every kind of limit, in the order a bucket's counters are loaded and looked at. Saved concurrency first
@@ -174,6 +176,14 @@ function bucketRoomAtUs(counters, cost)
   -- A cost over a limit's N (a concurrency's n) never fits: looked at again this soon.
   local lookAgainUs = counters.nowUs + OVER_CAPACITY_LOOK_US
   for i = 1, #kinds do at = kinds[i].roomAtUs(counters, cost, at, lookAgainUs) end
+  return at
+end
+
+-- When `units` more could have gone, one grant after another with none between, by the bucket's limits (us):
+-- an estimate for a backlog (includes/deadlines), which leaves out pauses and holds (their end is not a limit's).
+function bucketWaitAtUs(counters, units)
+  local at = counters.nowUs
+  for i = 1, #kinds do at = kinds[i].waitAtUs(counters, units, at) end
   return at
 end
 

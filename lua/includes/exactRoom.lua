@@ -53,6 +53,11 @@ local function roomReturnsAtUs(counters, cost)
   return bucketRoomAtUs(counters, cost)
 end
 
+-- When `units` more could have gone by the bucket's limits (an estimate: includes/deadlines).
+local function roomWaitAtUs(counters, units)
+  return bucketWaitAtUs(counters, units)
+end
+
 -- When a caller told to wait for the bucket's room (at atUs) should look again: one caller per room return
 -- (includes/wakeClaims), so that waiting slots across queues and processes cost one call each time room returns.
 local function roomWakeAtUs(bucketId, atUs)

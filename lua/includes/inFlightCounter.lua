@@ -283,6 +283,11 @@ function inFlightKind.room(counters, room)
   return room
 end
 
+-- A concurrency's room returns as jobs end, which it cannot foresee: it adds nothing to an estimate (at).
+function inFlightKind.waitAtUs(counters, units, at)
+  return at
+end
+
 -- The later of at and when the concurrency has room for `cost` more (us); lookAgainUs for a cost over its n.
 function inFlightKind.roomAtUs(counters, cost, at, lookAgainUs)
   local inFlight = counters.inFlight

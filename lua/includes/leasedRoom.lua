@@ -215,6 +215,11 @@ local function roomReturnsAtUs(pool, cost)
   return leasedContext.now + LEASED_ROOM.LOOK_AGAIN_US
 end
 
+-- The grantor holds the limits: a pool cannot say when a backlog would go (nil: no estimate, includes/deadlines).
+local function roomWaitAtUs(pool, units)
+  return nil
+end
+
 -- What each job delivered this run spent, so that a job whose processor would start after its tokens expire can
 -- be put back (src/worker/lateStarts/startDeadlines.ts): "<expiry us>!" (the earliest expiry of the tokens it spent: every
 -- grant counted them against W + h up to then), then per bucket "<bucket id>$<cost>@^<grant>#<units>,..." joined

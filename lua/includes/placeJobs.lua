@@ -57,17 +57,79 @@ function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
     statsNotes.delivered(buckets[i])
   end
   roomTicketing.delivered(jobId)
+  placeJobs.intoActive(input, run, jobId, inActive, run.limiterMax)
+  -- bullmq's limiter took this delivery: once full, nothing more goes.
+  if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
+  return true
+end
+
+-- Hands the job to the call's next slot through bullmq's prepareJobForProcessing (its lock, the active event,
+-- processedOn), and puts it in the reply. limiterMax: bullmq's limiter counts it (nil: not).
+function placeJobs.intoActive(input, run, jobId, inActive, limiterMax)
   if not inActive then rcall('LPUSH', input.activeKey, jobId) end
   local delivered, lockOpts = run.delivered, run.lockOpts
   lockOpts.token = run.tokens[delivered + 1]
-  local prepared = prepareJobForProcessing(input.jobPrefix, input.limiterKey, input.eventsKey, jobId, run.nowMsArg, run.limiterMax, run.limiterMs, input.markerKey, lockOpts)
+  local prepared = prepareJobForProcessing(input.jobPrefix, input.limiterKey, input.eventsKey, jobId, run.nowMsArg, limiterMax, run.limiterMs, input.markerKey, lockOpts)
   local reply, at = run.reply, run.REPLY_HEAD + 2 * delivered
   reply[at + 1] = jobId
   reply[at + 2] = prepared[1]
   run.delivered = delivered + 1
-  -- bullmq's limiter took this delivery: once full, nothing more goes.
-  if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
+end
+
+-- A held job past its deadline (includes/deadlines): out of its class's list (popped: taken out already, a woken
+-- class's head), delivered as any job is but counting nothing in any bucket, and marked (its field thw: the slot's
+-- lock token and why) so that the worker fails it before its processor. false when it had left its class meanwhile, or was removed.
+function placeJobs.expire(input, run, member, jobId, popped)
+  local entry = member .. '#' .. jobId
+  if not popped and rcall('ZREM', classJobsKey(input.queueBase, member), jobId) == 0 then
+    deadlines.ended(input.queueBase, entry)
+    return false
+  end
+  if not popped then
+    -- A class waiting on a full bucket counts its jobs there (a woken one no longer does: wakeDueBuckets).
+    local bucketId = placeJobs.waitingOnOf(input, run, member)
+    if bucketId then
+      statsNotes.waiting(input.queueBase, parseBucketId(bucketId), -1)
+      rcall('HINCRBY', input.stateKey, 'blocked', -1)
+    end
+    if rcall('EXISTS', classJobsKey(input.queueBase, member)) == 0 then
+      -- Its last job: the class waits no more (a job of it coming later is looked at afresh, not filed behind a wait
+      -- whose room, leased, may be asked for only when the class wakes).
+      if bucketId then
+        rcall('HDEL', input.classStateKey, member)
+        rcall('ZREM', waitersKey(input.queueBase, bucketId), member)
+        run.waitingOn[member] = false
+      end
+      rcall('ZREM', input.readyClassesKey, member)
+      rcall('SREM', input.classesKey, member)
+    end
+  end
+  local why = deadlines.reason(input.queueBase, member, jobId, run.nowMs)
+  local _, buckets = parseClass(member)
+  statsNotes.ended(input.queueBase, member, jobId, buckets, nil)
+  if rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
+    if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
+    run.dropped = run.dropped + 1
+    return false
+  end
+  run.heldLeft = run.heldLeft + 1
+  run.expired = run.expired + 1
+  -- With the slot's lock token: only this delivery fails (a failed job retried later keeps the field).
+  rcall('HSET', input.jobPrefix .. jobId, 'thw', run.tokens[run.delivered + 1] .. '|' .. why)
+  roomTicketing.delivered(jobId)
+  -- It is failed, not run: bullmq's limiter does not count it.
+  placeJobs.intoActive(input, run, jobId, false, nil)
   return true
+end
+
+-- When the jobs of this queue waiting on the full bucket (this one last) could have gone by its limits (us), for a
+-- job of a class with a maxWait (includes/deadlines); nil when none applies or the room source cannot say.
+function placeJobs.estimateAtUs(input, member, bucket)
+  if not deadlines.ofClass(input.queueBase, member) then return nil end
+  local source = roomSource(bucket)
+  if source == nil then return nil end
+  local waiting = tonumber(rcall('ZSCORE', queueStatsBase(input.queueBase, bucket.name) .. ':waiting', bucket.bucket)) or 1
+  return roomWaitAtUs(source, math.max(1, waiting) * (bucket.cost or 1))
 end
 
 -- filedJob: the job the caller filed into the class's list just before (it starts waiting now); a woken class
@@ -85,7 +147,7 @@ function placeJobs.wait(input, run, member, order, bucket, atUs, filedJob)
   noteBlocked(member, order, bucket, atUs)
   local held = rcall('ZCARD', classJobsKey(input.queueBase, member))
   statsNotes.waiting(input.queueBase, bucket, held)
-  if filedJob then statsNotes.started(input.queueBase, bucket, member, filedJob, run.nowMsArg) end
+  if filedJob then statsNotes.started(input.queueBase, bucket, member, filedJob, run.nowMsArg, placeJobs.estimateAtUs(input, member, bucket)) end
   rcall('HINCRBY', input.stateKey, 'blocked', held)
   run.waitingOn[member] = bucket.id
   run.someWaiting = true
@@ -102,7 +164,7 @@ function placeJobs.file(input, run, member, jobId, order)
     rcall('ZADD', waitersKey(input.queueBase, bucketId), 'XX', 'LT', intArg(order), member)
     local bucket = parseBucketId(bucketId)
     statsNotes.waiting(input.queueBase, bucket, 1)
-    statsNotes.started(input.queueBase, bucket, member, jobId, run.nowMsArg)
+    statsNotes.started(input.queueBase, bucket, member, jobId, run.nowMsArg, placeJobs.estimateAtUs(input, member, bucket))
     rcall('HINCRBY', input.stateKey, 'blocked', 1)
   end
 end

@@ -54,7 +54,8 @@ local function takeJobs(input)
   -- The lowest order among classes of due buckets this call does not wake: nothing ordered after it goes now.
   local dueBound = wakeDueBuckets(input, now)
 
-  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua')
+  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua', 'mw')
+  deadlines.read(stateFields[3])
   local gen = stateFields[1] or ''
   local classSpec = gen == input.callerGen and parseClassSpec(stateFields[2]) or nil
   local concurrency = tonumber(rcall('HGET', input.metaKey, 'concurrency'))
@@ -68,7 +69,8 @@ local function takeJobs(input)
     REPLY_HEAD = 11 + #refused, reply = reply,
     -- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
     -- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
-    delivered = 0, dropped = 0, heldLeft = 0, freshHeld = 0,
+    -- expired: jobs past their deadline delivered to be failed (includes/deadlines).
+    delivered = 0, dropped = 0, heldLeft = 0, freshHeld = 0, expired = 0,
     -- Class -> the bucket id it waits on (false: none), as found in this run; someWaiting, anyWaiting: see
     -- includes/placeJobs' readAnyWaiting.
     waitingOn = {}, someWaiting = false, anyWaiting = false,
@@ -87,6 +89,14 @@ local function takeJobs(input)
   }
 
   placeJobs.readAnyWaiting(input, run)
+
+  -- Held jobs past their deadline go first, each to a slot, for the worker to fail (includes/deadlines).
+  if not isPausedOrMaxed and not (concurrency and rcall('LLEN', input.activeKey) >= concurrency) then
+    for _, entry in ipairs(deadlines.due(input.queueBase, nowMs, wanted)) do
+      local hash = string.find(entry, '#', 1, true)
+      placeJobs.expire(input, run, string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1), false)
+    end
+  end
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
@@ -156,7 +166,10 @@ local function takeJobs(input)
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
-        if #popped > 0 then
+        if #popped > 0 and deadlines.passed(input.queueBase, member .. '#' .. popped[1], nowMs) then
+          -- Never delivered to run past its deadline.
+          placeJobs.expire(input, run, member, popped[1], true)
+        elseif #popped > 0 then
           local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
         end
@@ -185,6 +198,9 @@ local function takeJobs(input)
     if nextWakeUs > now then nextWakeUs = roomWakeAtUs(first[1], nextWakeUs) end
     local comingBackUs = run.comingBackUs
     if comingBackUs > 0 and (nextWakeUs == 0 or comingBackUs < nextWakeUs) then nextWakeUs = comingBackUs end
+    -- A held job's deadline: the worker comes back to fail it then.
+    local deadlineMs = not isPausedOrMaxed and deadlines.earliestMs(input.queueBase)
+    if deadlineMs and deadlineMs * 1000 > now and (nextWakeUs == 0 or deadlineMs * 1000 < nextWakeUs) then nextWakeUs = deadlineMs * 1000 end
     if run.stoppedAtBound then nextWakeUs, more = now, 1 end
     if not isPausedOrMaxed and run.rateLimitMs == 0 and (budget <= 0 or run.freshBudget <= 0) and (readyJobs.head(input, run) ~= nil or #classHead > 0 or run.fresh
         or (not run.deferred and classSpec ~= nil and rcall('LLEN', input.waitKey) + rcall('ZCARD', input.prioritizedKey) > 0)) then

@@ -16,10 +16,11 @@
               that held it), until it is delivered or leaves its class's list: its oldest is the oldest
               waiting job's age, from its own moment (src/admin/queueThrottleStats.ts)
   Scripts that move held jobs without delivering any (classifyJobs, reclaimStaleJobs) need only
-  statsNotes.waiting, started and ended.
+  statsNotes.waiting, started and ended. A job's deadline (includes/deadlines) starts and ends with its wait.
 ]]
 --- @include "intArg"
 --- @include "schedulerKeys"
+--- @include "deadlines"
 
 -- The notes, in one table: the delivery scripts' main chunk is at Lua's 200 locals with bullmq 5's includes.
 -- started/ended: a job's wait on a full bucket, from its start (the job filed into the list of a class that
@@ -40,17 +41,20 @@ function statsNotes.waiting(queueBase, bucket, delta)
   rcall('HINCRBY', base .. ':stats', 'waiting', delta)
 end
 
--- The job (jobId of class member) starts waiting on the full bucket now (nowMs).
-function statsNotes.started(queueBase, bucket, member, jobId, nowMs)
+-- The job (jobId of class member) starts waiting on the full bucket now (nowMs), and its deadline with it
+-- (includes/deadlines; estimateAtUs: when the room source says it could go, nil when it cannot say).
+function statsNotes.started(queueBase, bucket, member, jobId, nowMs, estimateAtUs)
   local base = queueStatsBase(queueBase, bucket.name)
   rcall('HINCRBY', base .. ':stats', 'limited', 1)
   rcall('ZADD', base .. ':held', 'NX', nowMs, member .. '#' .. jobId)
+  deadlines.started(queueBase, member, jobId, tonumber(nowMs), bucket, estimateAtUs)
 end
 
 -- The job left its class's list (buckets: its class's): delivered (nowMs: its wait joins the histogram of the
 -- throttle that held it) or not (nowMs nil: gone, released, reclassified).
 function statsNotes.ended(queueBase, member, jobId, buckets, nowMs)
   local entry = member .. '#' .. jobId
+  deadlines.ended(queueBase, entry)
   for i = 1, #buckets do
     local name = buckets[i].name
     local key = queueStatsBase(queueBase, name) .. ':held'

@@ -66,6 +66,22 @@ function windowKind.roomAtUs(counters, cost, at, lookAgainUs)
   return at
 end
 
+-- The later of at and when `units` more could have gone through every window, one grant after another with none
+-- between (us): each window's room for the first of them, then N each window after (an estimate for a backlog,
+-- includes/deadlines; never later than the windows allow).
+function windowKind.waitAtUs(counters, units, at)
+  for i = 1, #counters do
+    local counter = counters[i]
+    local windows = math.floor((units - 1) / counter.max)
+    local rest = units - windows * counter.max
+    local first = roomAtUs(counter, rest)
+    if first == 0 then first = counter.nowUs end
+    local done = first + windows * counter.g.windowMs * 1000
+    if done > at then at = done end
+  end
+  return at
+end
+
 -- Counts `count` tokens granted now with lease leaseMs in every window of the bucket.
 function windowKind.add(counters, count, leaseMs)
   for _, counter in ipairs(counters) do addTokens(counter, count, leaseMs) end

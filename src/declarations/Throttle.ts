@@ -42,15 +42,17 @@ export class Throttle {
     readonly adaptiveSpec?: AdaptiveSpec,
     /** The limit declared last (`limit`'s window, 'rate' or 'concurrency'): the one `adaptive` would adapt. */
     private readonly lastLimit?: 'rate' | 'concurrency' | number,
+    /** The longest a job may wait on this throttle's full buckets (`maxWait`, ms). Undefined: as long as it takes. */
+    readonly maxWaitMs?: number,
   ) {
     Object.freeze(this);
   }
 
   /** This declaration with some of its parts replaced. */
-  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number; costSpec?: CostSpec; adaptiveSpec?: AdaptiveSpec; lastLimit?: 'rate' | 'concurrency' | number }): Throttle {
+  private with(parts: { limits?: readonly Limit[]; keyParts?: readonly KeyPart[]; missing?: Missing; tokenRate?: Rate; maxInFlight?: number; costSpec?: CostSpec; adaptiveSpec?: AdaptiveSpec; lastLimit?: 'rate' | 'concurrency' | number; maxWaitMs?: number }): Throttle {
     return new Throttle(this.name, parts.limits ?? this.limits, parts.keyParts ?? this.keyParts, parts.missing ?? this.missing,
       parts.tokenRate ?? this.tokenRate, parts.maxInFlight ?? this.maxInFlight, parts.costSpec ?? this.costSpec,
-      parts.adaptiveSpec ?? this.adaptiveSpec, parts.lastLimit ?? this.lastLimit);
+      parts.adaptiveSpec ?? this.adaptiveSpec, parts.lastLimit ?? this.lastLimit, parts.maxWaitMs ?? this.maxWaitMs);
   }
 
   /**
@@ -210,6 +212,27 @@ export class Throttle {
       );
     }
     return this.with({ costSpec: Object.freeze({ source, ...(fallback !== undefined ? { default: fallback } : {}) }) });
+  }
+
+  /**
+   * The longest a job may wait on this throttle's full buckets (seed 002's TakeMaxDuration): a job whose bucket's
+   * backlog and limits already put its start further away than that fails at once, and one still waiting when
+   * this has passed fails then, with ThrottleWaitTimeoutError (an unrecoverable failure: no retry; its
+   * `failedReason` names the throttle, the bucket and the wait). Its wait counts from when it first met a full
+   * bucket of its class; a job is never delivered to a processor after its time is up. With several throttles
+   * declaring one, a job's shortest applies.
+   *
+   * @example
+   * Throttle.named('stripe').limit(100, '1s').maxWait('10m');
+   * @param duration - Milliseconds, or text such as '30s' or '10m'; at least 1 ms.
+   * @returns A new declaration with the longest wait.
+   * @throws InvalidThrottleError when the duration does not parse or is under 1 ms, or maxWait is declared twice.
+   */
+  maxWait(duration: WindowInput): Throttle {
+    if (this.maxWaitMs !== undefined) {
+      throw new InvalidThrottleError(`Throttle '${this.name}': maxWait() is declared twice; keep one (the shorter one).`);
+    }
+    return this.with({ maxWaitMs: parseWindowMs(duration, `Throttle '${this.name}': maxWait(${JSON.stringify(duration)})`) });
   }
 
   /**

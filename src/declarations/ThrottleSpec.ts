@@ -23,4 +23,6 @@ export interface ThrottleSpec {
   readonly costSpec?: CostSpec;
   /** The limit that follows the API's 429s, if declared (see Throttle.adaptive). */
   readonly adaptiveSpec?: AdaptiveSpec;
+  /** The longest a job may wait on the throttle's full buckets (ms), if declared (see Throttle.maxWait). */
+  readonly maxWaitMs?: number;
 }

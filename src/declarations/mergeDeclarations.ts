@@ -30,6 +30,8 @@ export interface EffectiveThrottle {
    * only ever lowers what they declare).
    */
   readonly adaptiveSpec?: AdaptiveSpec;
+  /** The shortest declared longest wait on its full buckets (ms), if any declares one (see Throttle.maxWait). */
+  readonly maxWaitMs?: number;
   /**
    * The longest lease (ms) of a worker in leased delivery that declares this throttle, or start deadline an
    * exact worker keeps on its rate (validateLimits' rateStartDeadlineMs): a rate's tokens are granted that much
@@ -47,7 +49,7 @@ export interface EffectiveThrottle {
 
 /**
  * Combines same-named declarations, from any worker on any queue, into the strictest combination:
- * every limit applies, the lowest rate and burst, the lowest concurrency, SharedBucket beats Unthrottled, and a
+ * every limit applies, the lowest rate and burst, the lowest concurrency, the shortest maxWait, SharedBucket beats Unthrottled, and a
  * different key or cost is a conflict. A pure function: it reads and writes nothing in Redis.
  *
  * @example
@@ -68,6 +70,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
   let rate: Rate | undefined;
   let maxInFlight: number | undefined;
   let adaptive: AdaptiveSpec | undefined;
+  let maxWaitMs: number | undefined;
   for (const declaration of declarations) {
     const declared = limitsOf(declaration);
     if (declared.length === 0) {
@@ -94,6 +97,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
       );
     }
     adaptive ??= declaration.adaptiveSpec;
+    if (declaration.maxWaitMs !== undefined) maxWaitMs = Math.min(maxWaitMs ?? Infinity, declaration.maxWaitMs);
     missing = strictestMissing(missing, declaration.missing);
     // Each kind merges to its strictest: for one window the smallest N, the stricter rate, the lowest concurrency.
     for (const limit of declared) {
@@ -126,6 +130,7 @@ export function mergeDeclarations(declarations: readonly ThrottleSpec[]): Effect
     ...(maxInFlight !== undefined ? { maxInFlight } : {}),
     ...(first.costSpec ? { costSpec: first.costSpec } : {}),
     ...(adaptive ? { adaptiveSpec: adaptive } : {}),
+    ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
     rateLeaseMs: 0,
     rateLeasedMs: 0,
     declarations: declarations.length,

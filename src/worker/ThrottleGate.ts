@@ -15,6 +15,7 @@ import { LatePutBacks } from './lateStarts/latePutBacks';
 import { SlotRequests } from './slots/slotRequests';
 import { ProcessedJobs } from './completion/processedJobs';
 import { DispatchDelay } from './completion/dispatchDelay';
+import { WaitTimeouts } from './completion/waitTimeouts';
 import { AttachedQueue, GateOptions } from './gateOptions';
 import { ConnectedGate } from './connectedGate';
 import type { ProcessorStarts } from './lateStarts/processorStarts';
@@ -56,6 +57,8 @@ export class ThrottleGate implements Gate {
   private failedStart?: Error;
   /** Processors' start delays and run times: noted by ThrottledWorker, published by the connected gate's heartbeat. */
   readonly dispatchDelay = new DispatchDelay();
+  /** Jobs delivered to be failed for waiting past their throttle's maxWait: noted from each reply, taken by ThrottledWorker. */
+  readonly waitTimeouts = new WaitTimeouts();
   private readonly requests: SlotRequests;
 
   constructor(private readonly options: GateOptions) {
@@ -237,8 +240,8 @@ export class ThrottleGate implements Gate {
   }
 
   private connect(attached: AttachedQueue, client: RedisClient): ConnectedGate {
-    const { options, workerId, keys, queueKeys, recovery, failures, requests, dispatchDelay } = this;
-    this.connected = new ConnectedGate({ options, workerId, keys, queueKeys, recovery, failures, requests, dispatchDelay, attached, closed: () => this.closed }, client);
+    const { options, workerId, keys, queueKeys, recovery, failures, requests, dispatchDelay, waitTimeouts } = this;
+    this.connected = new ConnectedGate({ options, workerId, keys, queueKeys, recovery, failures, requests, dispatchDelay, waitTimeouts, attached, closed: () => this.closed }, client);
     return this.connected;
   }
 

@@ -4,6 +4,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { SlowDownError } from '../errors/SlowDownError';
+import { ThrottleWaitTimeoutError } from '../errors/ThrottleWaitTimeoutError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
 import { StartDeadlineStats } from './lateStarts/startDeadlines';
@@ -254,6 +255,9 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
    * delivery was counted for.
    */
   protected override callProcessJob(job: Job<DataType, ResultType, NameType>, token: string, signal?: AbortSignal): Promise<ResultType> {
+    // Held past its throttle's maxWait: delivered to be failed, never run (no retry: an UnrecoverableError).
+    const timedOut = this.gate.waitTimeouts.take(job.id, token);
+    if (timedOut !== undefined) return Promise.reject(new ThrottleWaitTimeoutError(job.id, timedOut));
     // A processor function checks its deadline itself, right before it runs (the wrapper in the constructor).
     if (!this.checksItsOwnStart) {
       const late = this.gate.starts?.lateStart(job.id);

@@ -30,6 +30,7 @@ import { ProcessorStarts } from './lateStarts/processorStarts';
 import { SlotRequests, SlotServer } from './slots/slotRequests';
 import { ProcessedJobs } from './completion/processedJobs';
 import { DispatchDelay } from './completion/dispatchDelay';
+import { WaitTimeouts } from './completion/waitTimeouts';
 import { AttachedQueue, GateOptions } from './gateOptions';
 import { GateHeartbeat } from './gateHeartbeat';
 import { LateCountNotice } from './notices/lateCountNotice';
@@ -44,6 +45,7 @@ export interface GateBeforeConnection {
   readonly failures: GateFailures;
   readonly requests: SlotRequests;
   readonly dispatchDelay: DispatchDelay;
+  readonly waitTimeouts: WaitTimeouts;
   readonly attached: AttachedQueue;
   /** True once the worker closes (or its start failed for good). */
   closed(): boolean;
@@ -220,6 +222,8 @@ export class ConnectedGate implements SlotServer {
 
   answered(reply: TakeReply): void {
     this.gate.dispatchDelay.clockSample(reply.nowMs);
+    // Only a queue whose throttles declare maxWait has jobs delivered to be failed (lua/includes/deadlines.lua).
+    if (reply.jobs.length > 0 && this.lifecycle.config?.throttles.some((t) => t.maxWaitMs !== undefined)) this.gate.waitTimeouts.note(reply.jobs);
     if (reply.stale > 0) this.reclaimInBackground();
     if (reply.dropped > 0) this.options.logger.debug({ queue: this.options.queue, dropped: reply.dropped }, 'dropped held jobs that were removed from outside');
     // Another worker published a new generation (a throttle came or went): catch up and reclassify.

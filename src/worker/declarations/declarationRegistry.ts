@@ -81,5 +81,6 @@ export function declarationData(throttle: ThrottleSpec): ThrottleSpec {
   return { name: throttle.name, limits: throttle.limits, keyParts: throttle.keyParts, missing: throttle.missing, ...(throttle.tokenRate ? { tokenRate: throttle.tokenRate } : {}),
     ...(throttle.maxInFlight !== undefined ? { maxInFlight: throttle.maxInFlight } : {}),
     ...(throttle.costSpec ? { costSpec: throttle.costSpec } : {}),
-    ...(throttle.adaptiveSpec ? { adaptiveSpec: throttle.adaptiveSpec } : {}) };
+    ...(throttle.adaptiveSpec ? { adaptiveSpec: throttle.adaptiveSpec } : {}),
+    ...(throttle.maxWaitMs !== undefined ? { maxWaitMs: throttle.maxWaitMs } : {}) };
 }

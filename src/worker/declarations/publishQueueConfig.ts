@@ -4,6 +4,7 @@ import { QueueThrottleKeys, ThrottleKeys } from '../../keys/ThrottleKeys';
 import { ScriptRunner } from '../../lua/scripts';
 import { runPublishLimits } from '../../lua/calls/publishLimits';
 import { adaptiveField, publishedAdaptive } from '../../declarations/Adaptive';
+import { encodeSegment } from '../../keys/keyEncoding';
 import { PublishQueueConfigReply, runPublishQueueConfig } from '../../lua/calls/publishQueueConfig';
 import { QueueConfig } from '../../queueState/queueConfig';
 
@@ -54,6 +55,7 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
     force,
     workerId: worker.id,
     workerTtlMs: worker.ttlMs,
+    maxWaits: configured.filter((t) => t.maxWaitMs !== undefined).map((t) => `${encodeSegment(t.name)}=${t.maxWaitMs}`).join(','),
     throttles: configured.map((t) => ({ stats: q.throttleStats(t.name).stats, longestMs: longestSpanMs(t) })),
   });
   if (reply === PublishQueueConfigReply.Refused) return 'stale';
