@@ -12,7 +12,7 @@
   any reason (statsNotes.ended). A delivery script takes a job past its deadline out of its class before anything
   else and delivers it marked (the job's field thw: why), counting nothing in any bucket; the worker fails it with
   ThrottleWaitTimeoutError before its processor (src/worker/ThrottledWorker.ts). So a job is never delivered to run
-  after its deadline: a woken class's head past its deadline is expired, not delivered.
+  after its deadline: a call expires every job past it while it has slots left, and delivers others only then.
   An estimate is the room source's (includes/exactRoom: the bucket's counters, each window giving N a window and
   a rate n a period from now; none in leased delivery, where the room is the grantor's) for the jobs of this queue
   waiting on the bucket, this one last. It never counts later than the room can come, so a job failed at once
@@ -69,13 +69,6 @@ end
 function deadlines.ended(queueBase, entry)
   if not deadlines.of(queueBase) then return end
   if rcall('ZREM', queueBase .. ':deadlines', entry) == 1 then rcall('HDEL', queueBase .. ':deadline-why', entry) end
-end
-
--- Whether the job's deadline has passed at nowMs.
-function deadlines.passed(queueBase, entry, nowMs)
-  if not deadlines.of(queueBase) then return false end
-  local at = tonumber(rcall('ZSCORE', queueBase .. ':deadlines', entry))
-  return at ~= nil and at <= nowMs
 end
 
 -- Up to `limit` entries past their deadline at nowMs, earliest first.

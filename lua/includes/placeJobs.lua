@@ -76,33 +76,31 @@ function placeJobs.intoActive(input, run, jobId, inActive, limiterMax)
   run.delivered = delivered + 1
 end
 
--- A held job past its deadline (includes/deadlines): out of its class's list (popped: taken out already, a woken
--- class's head), delivered as any job is but counting nothing in any bucket, and marked (its field thw: the slot's
--- lock token and why) so that the worker fails it before its processor. false when it had left its class meanwhile, or was removed.
-function placeJobs.expire(input, run, member, jobId, popped)
+-- A held job past its deadline (includes/deadlines): out of its class's list, delivered as any job is but counting
+-- nothing in any bucket, and marked (its field thw: the slot's lock token and why) so that the worker fails it
+-- before its processor. false when it had left its class meanwhile, or was removed.
+function placeJobs.expire(input, run, member, jobId)
   local entry = member .. '#' .. jobId
-  if not popped and rcall('ZREM', classJobsKey(input.queueBase, member), jobId) == 0 then
+  if rcall('ZREM', classJobsKey(input.queueBase, member), jobId) == 0 then
     deadlines.ended(input.queueBase, entry)
     return false
   end
-  if not popped then
-    -- A class waiting on a full bucket counts its jobs there (a woken one no longer does: wakeDueBuckets).
-    local bucketId = placeJobs.waitingOnOf(input, run, member)
+  -- A class waiting on a full bucket counts its jobs there (a woken one no longer does: wakeDueBuckets).
+  local bucketId = placeJobs.waitingOnOf(input, run, member)
+  if bucketId then
+    statsNotes.waiting(input.queueBase, parseBucketId(bucketId), -1)
+    rcall('HINCRBY', input.stateKey, 'blocked', -1)
+  end
+  if rcall('EXISTS', classJobsKey(input.queueBase, member)) == 0 then
+    -- Its last job: the class waits no more (a job of it coming later is looked at afresh, not filed behind a wait
+    -- whose room, leased, may be asked for only when the class wakes).
     if bucketId then
-      statsNotes.waiting(input.queueBase, parseBucketId(bucketId), -1)
-      rcall('HINCRBY', input.stateKey, 'blocked', -1)
+      rcall('HDEL', input.classStateKey, member)
+      rcall('ZREM', waitersKey(input.queueBase, bucketId), member)
+      run.waitingOn[member] = false
     end
-    if rcall('EXISTS', classJobsKey(input.queueBase, member)) == 0 then
-      -- Its last job: the class waits no more (a job of it coming later is looked at afresh, not filed behind a wait
-      -- whose room, leased, may be asked for only when the class wakes).
-      if bucketId then
-        rcall('HDEL', input.classStateKey, member)
-        rcall('ZREM', waitersKey(input.queueBase, bucketId), member)
-        run.waitingOn[member] = false
-      end
-      rcall('ZREM', input.readyClassesKey, member)
-      rcall('SREM', input.classesKey, member)
-    end
+    rcall('ZREM', input.readyClassesKey, member)
+    rcall('SREM', input.classesKey, member)
   end
   local why = deadlines.reason(input.queueBase, member, jobId, run.nowMs)
   local _, buckets = parseClass(member)
@@ -120,6 +118,16 @@ function placeJobs.expire(input, run, member, jobId, popped)
   -- It is failed, not run: bullmq's limiter does not count it.
   placeJobs.intoActive(input, run, jobId, false, nil)
   return true
+end
+
+-- Expires the held jobs past their deadline, as many as the call has slots left (wanted in all) while bullmq's
+-- concurrency (nil: none) allows.
+function placeJobs.expireDue(input, run, wanted, concurrency)
+  if concurrency and rcall('LLEN', input.activeKey) >= concurrency then return end
+  for _, entry in ipairs(deadlines.due(input.queueBase, run.nowMs, wanted - run.delivered)) do
+    local hash = string.find(entry, '#', 1, true)
+    placeJobs.expire(input, run, string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1))
+  end
 end
 
 -- When the jobs of this queue waiting on the full bucket (this one last) could have gone by its limits (us), for a

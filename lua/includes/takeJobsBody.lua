@@ -90,13 +90,9 @@ local function takeJobs(input)
 
   placeJobs.readAnyWaiting(input, run)
 
-  -- Held jobs past their deadline go first, each to a slot, for the worker to fail (includes/deadlines).
-  if not isPausedOrMaxed and not (concurrency and rcall('LLEN', input.activeKey) >= concurrency) then
-    for _, entry in ipairs(deadlines.due(input.queueBase, nowMs, wanted)) do
-      local hash = string.find(entry, '#', 1, true)
-      placeJobs.expire(input, run, string.sub(entry, 1, hash - 1), string.sub(entry, hash + 1), false)
-    end
-  end
+  -- Held jobs past their deadline go first, each to a slot, for the worker to fail (includes/deadlines). Every one
+  -- is taken while slots are left, and the loop below runs only then: it never meets a job past its deadline.
+  if not isPausedOrMaxed then placeJobs.expireDue(input, run, wanted, concurrency) end
 
   local classHead = rcall('ZRANGE', input.readyClassesKey, 0, 0, 'WITHSCORES')
   while not isPausedOrMaxed and run.rateLimitMs == 0 and run.delivered < wanted and budget > 0 do
@@ -166,10 +162,7 @@ local function takeJobs(input)
         budget = budget - 1
       else
         local popped = rcall('ZPOPMIN', classKey)
-        if #popped > 0 and deadlines.passed(input.queueBase, member .. '#' .. popped[1], nowMs) then
-          -- Never delivered to run past its deadline.
-          placeJobs.expire(input, run, member, popped[1], true)
-        elseif #popped > 0 then
+        if #popped > 0 then
           local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
         end
@@ -185,6 +178,8 @@ local function takeJobs(input)
     end
   end
 
+  -- Jobs this call's estimates gave a deadline of now fail at once, where a slot is left.
+  if not isPausedOrMaxed and run.delivered < wanted then placeJobs.expireDue(input, run, wanted, concurrency) end
   readyJobs.removeTaken(input, run)
   saveRoom()
   if run.freshHeld ~= run.heldLeft then rcall('HINCRBY', input.stateKey, 'held', run.freshHeld - run.heldLeft) end

@@ -88,7 +88,7 @@ export interface WaitOptions {
    * sleep and be refused at the end; otherwise it sleeps until the room and tries again, and resolves with the
    * last refusal once this has passed (other grants can take the room first). While a gather holds a throttle
    * after a Redis node lost its counts, when its room returns is not known: it waits until this has passed.
-   * Undefined: wait as long as it takes.
+   * Undefined: the shortest `maxWait` the delivery's throttles declare (Throttle.maxWait), or as long as it takes.
    * @default undefined
    */
   maxWaitMs?: number;
@@ -287,7 +287,10 @@ export class Grantor {
    * @throws DeliveryVoidedError as `grantBatch`.
    */
   async wait(delivery: Delivery, options: WaitOptions = {}): Promise<GrantResult> {
-    const deadline = options.maxWaitMs === undefined ? Infinity : Date.now() + options.maxWaitMs;
+    // Without maxWaitMs, the shortest maxWait its throttles declare (Throttle.maxWait) bounds the wait.
+    const declared = Math.min(...delivery.map((request) => request.throttle.maxWaitMs ?? Infinity));
+    const maxWaitMs = options.maxWaitMs ?? (Number.isFinite(declared) ? declared : undefined);
+    const deadline = maxWaitMs === undefined ? Infinity : Date.now() + maxWaitMs;
     for (;;) {
       options.signal?.throwIfAborted();
       const { batch: { nowUs, results }, gathering } = await this.decide([delivery]);
