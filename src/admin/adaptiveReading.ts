@@ -43,8 +43,15 @@ export interface AdaptiveThrottleReading {
   loweredBuckets: number;
   /** An unkeyed throttle's one bucket: its live limit now; null for a keyed throttle (see `lowered`). */
   live: number | null;
-  /** The buckets lowered latest (at most throttleStats' `top`), with their live limits; key as in topBuckets. */
-  lowered: { key: KeyValue[] | null; live: number; loweredAt: number | null }[];
+  /** The buckets lowered latest (at most throttleStats' `top`), with their live limits. */
+  lowered: {
+    /** The bucket's key values, as in topBuckets ([] for an unkeyed throttle, null for the missing-key bucket). */
+    key: KeyValue[] | null;
+    /** Its live limit now. */
+    live: number;
+    /** When a 429 last lowered it (ms, Redis clock). */
+    loweredAt: number | null;
+  }[];
 }
 
 /**
