@@ -7,6 +7,7 @@ export { Missing } from './declarations/Missing';
 export type { Limit } from './declarations/Limit';
 export type { Rate } from './declarations/Rate';
 export type { AdaptiveOptions, AdaptiveSpec } from './declarations/Adaptive';
+export type { FairnessOptions, FairnessSpec } from './declarations/Fairness';
 export type { AdaptiveLimitReading, AdaptiveThrottleReading } from './admin/adaptiveReading';
 export type { WindowInput, WindowText, WindowUnit } from './declarations/window';
 export { isWindowText } from './declarations/window';

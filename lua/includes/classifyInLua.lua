@@ -8,7 +8,8 @@
     [ { "n": encoded name, "k": [ ["name"] | ["data", segment, ...], ... ] (absent: unkeyed),
         "u": true when a job missing the key is not subject to the throttle,
         "c": ["data", segment, ...] where a job's cost is read (absent: 1), "cd": the cost's default (absent:
-        none), "cm": the most a job may cost (src/declarations/Cost.ts costCapacity; absent: no bound) } ]
+        none), "cm": the most a job may cost (src/declarations/Cost.ts costCapacity; absent: no bound) } ],
+  and last, when the queue has a fairness key, { "f": its key parts as "k"'s, "w": { group: weight } }.
   Paths that JavaScript would resolve differently from a plain table lookup (array indexes, `length`,
   prototype names) never reach a spec.
 
@@ -28,6 +29,14 @@ function parseClassSpec(text)
   if not text or text == '' then return nil end
   local spec = cjson.decode(text)
   spec.needsData, spec.needsName = false, false
+  -- The queue's fairness key, when it has one: an entry of its own after the throttles ({ "f": key parts, "w":
+  -- declared weights by group }), read here like a key (includes/fairness).
+  if #spec > 0 and spec[#spec].f then
+    spec.fair = table.remove(spec)
+    for _, part in ipairs(spec.fair.f) do
+      if part[1] == 'data' then spec.needsData = true else spec.needsName = true end
+    end
+  end
   for _, throttle in ipairs(spec) do
     for _, part in ipairs(throttle.k or {}) do
       if part[1] == 'data' then spec.needsData = true else spec.needsName = true end
@@ -107,7 +116,20 @@ local function jobCost(throttle, data)
   return cost
 end
 
--- One job's buckets, or nil when the worker's classifier must place it.
+-- A job's fairness group (its key values' segment as a bucket's, '~' when missing), or DEFER.
+local function fairGroup(parts, name, data)
+  local segments = {}
+  for i, part in ipairs(parts) do
+    local segment = keyPartSegment(part, name, data)
+    if segment == DEFER then return DEFER end
+    if segment == nil then return '~' end
+    segments[i] = segment
+  end
+  return table.concat(segments, ',')
+end
+
+-- One job's buckets, and its fairness group when the queue has a fairness key; nil when the worker's classifier
+-- must place it.
 function classifyInLua(spec, name, dataText)
   local data
   if spec.needsData then
@@ -163,6 +185,11 @@ function classifyInLua(spec, name, dataText)
         buckets[#buckets + 1] = { id = throttle.n .. '=' .. bucket, name = throttle.n, bucket = bucket, cost = cost }
       end
     end
+  end
+  if spec.fair then
+    local group = fairGroup(spec.fair.f, name, data)
+    if group == DEFER then return nil end
+    return buckets, group
   end
   return buckets
 end

@@ -7,13 +7,15 @@
   holds at most BUDGET of them, so that a burst of jobs into full buckets does not make one call long: the
   reply asks for another. A job only the worker's classifier can classify (deferred) ends fresh intake: the
   reply counts what is left for the worker.
-  Needs rcall, includes/classifyInLua, includes/jobOrder, and the room source (roomSource, roomReturnsAtUs,
+  Needs rcall, includes/classifyInLua, includes/jobOrder, includes/fairness (run.fair: a job's order is its group's
+  turn when the queue has a fairness key), and the room source (roomSource, roomReturnsAtUs,
   freshJobTaken, comingRoom: see includes/takeJobsBody). Each function is passed the call's input
   (includes/takeJobsInput) and the run's state (run, includes/takeJobsBody's takeJobs). Defines freshJobs:
   head, memberOf, order, take, roomIsComing, place and saveSequences, and putBack (any, has, take).
 ]]
 --- @include "classifyInLua"
 --- @include "jobOrder"
+--- @include "fairness"
 --- @include "placeJobs"
 
 local freshJobs = {
@@ -53,8 +55,8 @@ function freshJobs.head(input, run, comesFirst)
     dataText = rcall('HGET', input.jobPrefix .. jobId, 'data')
     found = dataText
   end
-  local buckets
-  if found then buckets = classifyInLua(classSpec, name, dataText) end
+  local buckets, group
+  if found then buckets, group = classifyInLua(classSpec, name, dataText) end
   if buckets == nil then
     if from == 'active' then
       rcall('LREM', input.activeKey, 1, jobId)
@@ -65,7 +67,7 @@ function freshJobs.head(input, run, comesFirst)
   end
   -- A job in wait is no longer in flight: an earlier delivery of it that ended unreleased stops counting now.
   freshJobTaken(jobId)
-  local fresh = { id = jobId, buckets = buckets, from = from, member = false, putBack = false }
+  local fresh = { id = jobId, buckets = buckets, from = from, member = false, putBack = false, group = group }
   run.fresh = fresh
   return fresh
 end
@@ -110,6 +112,13 @@ function freshJobs.order(input, run, job)
   if lifo or job.putBack or putBack.has(input, run, job.id) then
     sequences.lifoUsed = sequences.lifoUsed + 1
     job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
+  elseif run.fair and job.group then
+    -- Its group's turn (includes/fairness), in its dearest bucket's cost.
+    local cost = 1
+    for i = 1, #job.buckets do
+      if (job.buckets[i].cost or 1) > cost then cost = job.buckets[i].cost end
+    end
+    job.order = jobOrder(priority, false, fairness.tag(input, run.fair, job.group, cost))
   else
     sequences.fifoUsed = sequences.fifoUsed + 1
     job.order = jobOrder(priority, false, sequences.fifo + sequences.fifoUsed)
@@ -174,6 +183,7 @@ function freshJobs.place(input, run, job)
     fits, bucketsOrFull, fullAtUs = placeJobs.checkBuckets(run, job.buckets)
     if fits == true then
       placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active')
+      fairness.delivered(run.fair, job.order, ORDER_SPAN)
       return
     end
   end

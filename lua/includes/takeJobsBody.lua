@@ -54,7 +54,7 @@ local function takeJobs(input)
   -- The lowest order among classes of due buckets this call does not wake: nothing ordered after it goes now.
   local dueBound = wakeDueBuckets(input, now)
 
-  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua', 'mw')
+  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua', 'mw', 'fv', 'fifo')
   deadlines.read(stateFields[3])
   local gen = stateFields[1] or ''
   local classSpec = gen == input.callerGen and parseClassSpec(stateFields[2]) or nil
@@ -86,6 +86,8 @@ local function takeJobs(input)
     sequences = false, comingBackUs = 0, putBackExists = nil,
     -- dueBound (nil: none), and whether the call stopped at it (the reply then asks for another at once).
     dueBound = dueBound, stoppedAtBound = false,
+    -- The queue's fair shares (includes/fairness), false without a fairness key.
+    fair = fairness.start(classSpec, stateFields[4], stateFields[5]),
   }
 
   placeJobs.readAnyWaiting(input, run)
@@ -139,8 +141,8 @@ local function takeJobs(input)
           placeJobs.file(input, run, member, jobId, order)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
           budget = budget - 1
-        else
-          placeJobs.deliver(input, run, jobId, bucketsOrFull, true)
+        elseif placeJobs.deliver(input, run, jobId, bucketsOrFull, true) then
+          fairness.delivered(run.fair, order, ORDER_SPAN)
         end
       end
     else
@@ -165,6 +167,7 @@ local function takeJobs(input)
         if #popped > 0 then
           local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
+          if went then fairness.delivered(run.fair, tonumber(popped[2]), ORDER_SPAN) end
         end
         local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
         if #head == 0 then
@@ -180,6 +183,7 @@ local function takeJobs(input)
 
   -- Jobs this call's estimates gave a deadline of now fail at once, where a slot is left.
   if not isPausedOrMaxed and run.delivered < wanted then placeJobs.expireDue(input, run, wanted, concurrency) end
+  fairness.save(input, run.fair)
   readyJobs.removeTaken(input, run)
   saveRoom()
   if run.freshHeld ~= run.heldLeft then rcall('HINCRBY', input.stateKey, 'held', run.freshHeld - run.heldLeft) end

@@ -2,6 +2,8 @@ import { EffectiveThrottle } from '../declarations/mergeDeclarations';
 import { Missing } from '../declarations/Missing';
 import { costCapacity } from '../declarations/Cost';
 import { encodeSegment } from '../keys/keyEncoding';
+import type { FairnessSpec } from '../declarations/Fairness';
+import type { KeyPart } from '../declarations/Key';
 import type { RegistryEntry } from './registryEntry';
 
 /**
@@ -19,11 +21,12 @@ function plainSegment(segment: string): boolean {
  * as it is first seen, so it must see every job). `queueEntries` are the queue's own registry entries.
  * Throttles come in the order their bucket ids sort.
  */
-export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntries: readonly RegistryEntry[]): string {
+export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntries: readonly RegistryEntry[], fairness?: FairnessSpec): string {
   // An entry that does not say (an older version's) may compute attributes.
   if (queueEntries.some((entry) => entry.attributes !== false)) return '';
-  const usable = throttles.every((throttle) => (throttle.keyParts ?? []).every((part) =>
-    part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment)))
+  const luaKey = (parts: readonly KeyPart[]) => parts.every((part) => part.kind === 'name' || (part.kind === 'data' && part.path.split('.').every(plainSegment)));
+  if (fairness && !luaKey(fairness.key)) return '';
+  const usable = throttles.every((throttle) => luaKey(throttle.keyParts ?? [])
     && (!throttle.costSpec || (throttle.costSpec.source.kind === 'data' && throttle.costSpec.source.path.split('.').every(plainSegment))));
   if (!usable) return '';
   // Bucket ids "<name>=<bucket>" sort as "<name>=" do: encoded names hold no '='.
@@ -33,12 +36,17 @@ export function luaClassSpec(throttles: readonly EffectiveThrottle[], queueEntri
       return { throttle, encoded, sortKey: `${encoded}=` };
     })
     .sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
-  return JSON.stringify(ordered.map(({ throttle, encoded }) => ({
-    n: encoded,
-    ...(throttle.keyParts ? { k: throttle.keyParts.map((part) => (part.kind === 'data' ? ['data', ...part.path.split('.')] : ['name'])) } : {}),
-    ...(throttle.missing === Missing.Unthrottled ? { u: true } : {}),
-    ...costSpecOf(throttle),
-  })));
+  const keySpec = (parts: readonly KeyPart[]) => parts.map((part) => (part.kind === 'data' ? ['data', ...part.path.split('.')] : ['name']));
+  return JSON.stringify([
+    ...ordered.map(({ throttle, encoded }) => ({
+      n: encoded,
+      ...(throttle.keyParts ? { k: keySpec(throttle.keyParts) } : {}),
+      ...(throttle.missing === Missing.Unthrottled ? { u: true } : {}),
+      ...costSpecOf(throttle),
+    })),
+    // The fairness key, last (lua/includes/classifyInLua.lua parseClassSpec takes it out).
+    ...(fairness ? [{ f: keySpec(fairness.key), w: fairness.weights }] : []),
+  ]);
 }
 
 /** Where the script reads a job's cost, its default and its bound (as src/queueState/jobCost.ts does). */

@@ -3,6 +3,7 @@ import { describeCost } from '../declarations/Cost';
 import { describeKey } from '../declarations/Key';
 import { EffectiveThrottle, mergeDeclarations } from '../declarations/mergeDeclarations';
 import { luaClassSpec } from './luaClassSpec';
+import { FairnessSpec, mergeFairness } from '../declarations/Fairness';
 import { checkRateLease, rateStartDeadlineMs } from '../declarations/validateLimits';
 import type { RegistryEntry } from './registryEntry';
 
@@ -13,6 +14,8 @@ export interface QueueConfig {
   readonly throttles: readonly EffectiveThrottle[];
   /** How the delivery script classifies new jobs itself, or '' when the workers must (see luaClassSpec). */
   readonly luaSpec: string;
+  /** The queue's fairness key and declared weights, when its workers declare one (mergeFairness). */
+  readonly fairness?: FairnessSpec;
 }
 
 export function configGeneration(throttles: readonly EffectiveThrottle[]): string {
@@ -51,5 +54,6 @@ export function queueConfigFrom(entries: readonly RegistryEntry[], queue: string
   const mine = entriesOfQueue(entries, queue, prefix);
   const names = new Set(mine.flatMap((e) => e.declarations.map((d) => d.name)));
   const throttles = [...names].sort().map((name) => effectiveThrottle(entries, name));
-  return { gen: configGeneration(throttles), throttles, luaSpec: luaClassSpec(throttles, mine) };
+  const fairness = mergeFairness(queue, mine.map((entry) => entry.fairness));
+  return { gen: configGeneration(throttles), throttles, luaSpec: luaClassSpec(throttles, mine, fairness), ...(fairness ? { fairness } : {}) };
 }

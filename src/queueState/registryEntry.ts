@@ -1,4 +1,5 @@
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
+import type { FairnessSpec } from '../declarations/Fairness';
 
 /** One live worker's entry in the declaration registry. */
 export interface RegistryEntry {
@@ -18,4 +19,6 @@ export interface RegistryEntry {
   readonly declarationTtlMs?: number;
   /** The worker's lease h (ms) as it delivers: its start deadline in exact delivery, its tokens' lifetime in leased. */
   readonly leaseMs?: number;
+  /** The worker's fairness key and weights (its `fairness` option), if any. */
+  readonly fairness?: FairnessSpec;
 }

@@ -4,6 +4,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { SlowDownError } from '../errors/SlowDownError';
+import { checkFairness, FairnessOptions } from '../declarations/Fairness';
 import { ThrottleWaitTimeoutError } from '../errors/ThrottleWaitTimeoutError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
@@ -49,6 +50,18 @@ export interface ThrottledWorkerOptions extends WorkerOptions {
    * ```
    */
   attributes?: AttributesFunction;
+  /**
+   * Fair shares between groups of the queue's jobs (tenants): whenever jobs of several groups could go, they take
+   * turns in proportion to their weights (counted in job costs), whatever order they were added in; a group with
+   * nothing that fits gives its turn away. Every worker of the queue must declare the same key (or
+   * ThrottleConflictError at start). Held jobs take their turns as they are first held.
+   * @default none: held jobs go in queue order (priority, then first in, first out)
+   * @example
+   * ```ts
+   * fairness: { key: Key.data('tenant'), weights: { bigco: 3 } },
+   * ```
+   */
+  fairness?: FairnessOptions;
   /**
    * A pino logger for what the throttle layer does (declarations registered, pauses, holds, Redis errors).
    * @default a silent pino logger
@@ -152,6 +165,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       namespace: opts.throttlePrefix ?? opts.prefix ?? DEFAULT_PREFIX,
       throttles,
       attributes: opts.attributes,
+      ...(opts.fairness ? { fairness: checkFairness(name, opts.fairness) } : {}),
       logger: opts.logger ?? pino({ level: 'silent' }),
       declarationTtlMs: opts.declarationTtlMs ?? 15_000,
       leaseMs: opts.leaseMs,
@@ -167,7 +181,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       mainLoopToken: (token) => worker !== undefined && token.startsWith(`${worker.id}:`),
       emitDrained: () => worker?.emit('drained'),
     });
-    const { throttles: _t, attributes: _a, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
+    const { throttles: _t, attributes: _a, fairness: _f, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
     // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
     // The start deadline is checked here, the clock read as the last thing before the processor is called: all that
     // the check notes waits until the processor returns. A pause of the process there (the OS descheduling it on a

@@ -102,6 +102,7 @@ export class ConnectedGate implements SlotServer {
     this.lifecycle.open(this.runner, this.namespaceRunner, {
       workerId: gate.workerId, queue: options.queue, prefix: options.prefix, declarations: options.throttles.map(declarationData), attributes: Boolean(options.attributes),
       delivery: chosen.delivery.mode, declarationTtlMs: options.declarationTtlMs, leaseMs: chosen.leaseMs,
+      ...(options.fairness ? { fairness: options.fairness } : {}),
     });
     const classifier = new JobClassifier(options.attributes, options.logger, options.queue);
     const config = () => this.lifecycle.config;

@@ -1,3 +1,4 @@
+import type { FairnessSpec } from '../declarations/Fairness';
 import type { Logger } from 'pino';
 import { ThrottleSpec } from '../declarations/ThrottleSpec';
 import { LuaScript } from '../lua/scripts';
@@ -13,6 +14,8 @@ export interface GateOptions {
   namespace: string;
   throttles: readonly ThrottleSpec[];
   attributes?: AttributesFunction;
+  /** The queue's fairness key and weights, as this worker declares them (checkFairness). */
+  fairness?: FairnessSpec;
   logger: Logger;
   declarationTtlMs: number;
   /** h; undefined: 'auto' in exact delivery (the worker chooses h), DEFAULT_LEASE_MS in leased delivery. */

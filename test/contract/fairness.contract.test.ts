@@ -1,0 +1,54 @@
+import { Key, Throttle } from '../../src';
+import { waitFor } from '../support/bullmq';
+import { describeEachMode, recordingProcessor, Start, useContractBed } from './contractSuite';
+
+// Fair shares (ThrottledWorker's fairness option, issue 30 item 1): held jobs of several groups take turns in
+// proportion to their weights, whatever order they were added in, under one shared limit.
+describeEachMode('contract: fair shares between groups', (mode) => {
+  const bed = useContractBed('fairness', mode);
+  const W = 250;
+
+  /** The tenants of the first `n` starts, by processor start. */
+  const firstTenants = (starts: readonly Start[], n: number) => [...starts].sort((a, b) => a.at - b.at).slice(0, n).map((s) => s.data.tenant as string);
+
+  it('three tenants, one with 10× the backlog added first: the small ones finish as if the limit were split three ways', async () => {
+    const queue = bed().queue('tenants');
+    const big = 300;
+    const small = 30;
+    await queue.addBulk(Array.from({ length: big }, (_, i) => ({ name: 'call', data: { tenant: 'bigco', i } })));
+    await queue.addBulk(['acme', 'initech'].flatMap((tenant) => Array.from({ length: small }, (_, i) => ({ name: 'call', data: { tenant, i } }))));
+    const starts: Start[] = [];
+    const shared = Throttle.named('api').limit(20, W);
+    const worker = bed().worker('tenants', recordingProcessor(starts), { concurrency: 10, throttles: [shared], fairness: { key: Key.data('tenant') } });
+    await waitFor(() => starts.filter((s) => s.data.tenant !== 'bigco').length >= 2 * small, 30_000, 'the small tenants done');
+    await worker.close();
+    const order = firstTenants(starts, starts.length);
+    // The small tenants' last jobs start within the first 3 × 30 starts (after the window's first 20, which went before
+    // any was held), 25% slack for the jobs that went at once.
+    const lastSmall = Math.max(order.lastIndexOf('acme'), order.lastIndexOf('initech'));
+    expect(lastSmall).toBeLessThan(20 + Math.ceil(3 * small * 1.25));
+    // The big one keeps its share meanwhile: about a third of the held jobs started.
+    const heldStarts = order.slice(20, lastSmall + 1);
+    const bigShare = heldStarts.filter((t) => t === 'bigco').length / heldStarts.length;
+    expect(bigShare).toBeGreaterThan(0.2);
+    expect(bigShare).toBeLessThan(0.45);
+  });
+
+  it('weights 3:1 give deliveries 3:1 within 20%, whatever order the jobs came in', async () => {
+    const queue = bed().queue('weights');
+    await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'light', i } })));
+    await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'heavy', i } })));
+    const starts: Start[] = [];
+    const worker = bed().worker('weights', recordingProcessor(starts), {
+      concurrency: 10, throttles: [Throttle.named('api').limit(20, W)], fairness: { key: Key.data('tenant'), weights: { heavy: 3 } },
+    });
+    await waitFor(() => starts.length >= 100, 30_000, '100 starts');
+    await worker.close();
+    // Past the first window (which went before any job was held): 80 held starts.
+    const held = firstTenants(starts, 100).slice(20);
+    const heavy = held.filter((t) => t === 'heavy').length;
+    const light = held.length - heavy;
+    expect(heavy / light).toBeGreaterThan(3 * 0.8);
+    expect(heavy / light).toBeLessThan(3 * 1.2);
+  });
+});
