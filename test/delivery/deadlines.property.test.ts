@@ -53,7 +53,7 @@ describe('deadlines on waiting, through the delivery script', () => {
               offsetMs += step.ms;
             } else {
               const before = new Map<string, number>();
-              const entries = await redis.zrange(deadlinesKey, 0, -1, 'WITHSCORES');
+              const entries = await redis.zrange(deadlinesKey, '0', '-1', 'WITHSCORES');
               for (let i = 0; i < entries.length; i += 2) before.set(entries[i].slice(entries[i].lastIndexOf('#') + 1), Number(entries[i + 1]));
               const tokens = Array.from({ length: step.slots }, () => `t${token++}`);
               const spec = takeNextJobsCall({
