@@ -11,6 +11,7 @@ import { explainQueueJob, releaseQueueHeld } from './heldJobs';
 import { LimitInput, SetLimitsOptions } from './limitOverrides';
 import { LiveRegistry } from './liveRegistry';
 import { readQueueStats } from './queueStats';
+import { writeFairnessWeight } from './fairnessWeights';
 import { clearThrottleLimits, pauseThrottle, resumeThrottle, setThrottleLimits } from './throttleControls';
 import { ThrottleAdminOptions } from './throttleAdminOptions';
 import { readBucketStats, readThrottleStats } from './throttleStats';
@@ -221,6 +222,23 @@ export class ThrottleAdmin {
    */
   async setLimits(name: string, limits: readonly LimitInput[], options: SetLimitsOptions = {}): Promise<void> {
     await setThrottleLimits(this.context, name, limits, options);
+  }
+
+  /**
+   * Sets the weight of one fairness group of a queue (its workers' `fairness` option) at run time, kept in Redis,
+   * before the declared weights: jobs of the group held from now on take turns by it. `null` goes back to the
+   * declared weight (or 1).
+   *
+   * @example
+   * await admin.setFairnessWeight('orders', 'acme', 2);
+   * @param queue - The queue's name, under this admin's `prefix`.
+   * @param group - The group's key value (a one-part fairness key), or its values in order.
+   * @param weight - A positive number, or null to clear it.
+   * @throws InvalidOptionError when the weight is not a positive number, or a key value is not a string, finite
+   *   number or boolean.
+   */
+  async setFairnessWeight(queue: string, group: KeyValue | readonly KeyValue[], weight: number | null): Promise<void> {
+    await writeFairnessWeight(this.context, queue, group, weight);
   }
 
   /**

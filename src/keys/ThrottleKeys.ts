@@ -206,6 +206,10 @@ export class ThrottleKeys {
       dispatchDelays: `${base}:dispatch-delay`,
       inFlight: `${base}:in-flight`,
       putBack: `${base}:put-back`,
+      deadlines: `${base}:deadlines`,
+      deadlineWhy: `${base}:deadline-why`,
+      fairFinish: `${base}:fair-finish`,
+      fairWeights: `${base}:fair-weights`,
       bullmqJob: (jobId: string) => `${this.bullmqBase(queue)}${jobId}`,
       leasedPause: (bucketId: string) => `${base}:lpaused:${bucketId}`,
       classJobs: (member: string) => `${base}:c:${member}`,
@@ -239,6 +243,14 @@ export interface QueueThrottleKeys {
   readonly base: string;
   /** ZSET "<class>#<job id>" -> order: held jobs of classes not waiting on a full bucket, in queue order. */
   readonly readyJobs: string;
+  /** ZSET "<class>#<job id>" -> the ms by which a held job must have left its class (Throttle.maxWait: lua/includes/deadlines.lua). */
+  readonly deadlines: string;
+  /** HASH "<class>#<job id>" -> "<throttle>|<bucket>|<estimate ms>": deadlines an estimate brought to now. */
+  readonly deadlineWhy: string;
+  /** HASH group -> its latest finish tag (the fairness option: lua/includes/fairness.lua). */
+  readonly fairFinish: string;
+  /** HASH group -> weight set at run time (ThrottleAdmin.setFairnessWeight), before the declared ones. */
+  readonly fairWeights: string;
   /** ZSET class -> order of its first job: classes whose own job list may go again (their bucket had room). */
   readonly readyClasses: string;
   /** HASH class -> the bucket id it waits on, for classes waiting on a full bucket. */

@@ -51,4 +51,22 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     expect(heavy / light).toBeGreaterThan(3 * 0.8);
     expect(heavy / light).toBeLessThan(3 * 1.2);
   });
+
+  it('a weight set at run time (setFairnessWeight) counts for the jobs held after it', async () => {
+    const queue = bed().queue('runtime');
+    const starts: Start[] = [];
+    const worker = bed().worker('runtime', recordingProcessor(starts), {
+      concurrency: 10, throttles: [Throttle.named('api').limit(20, W)], fairness: { key: Key.data('tenant'), weights: { heavy: 1 } },
+    });
+    await worker.waitUntilReady();
+    await bed().admin.setFairnessWeight('runtime', 'heavy', 3);
+    await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'light', i } })));
+    await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'heavy', i } })));
+    await waitFor(() => starts.length >= 100, 30_000, '100 starts');
+    await worker.close();
+    const held = firstTenants(starts, 100).slice(20);
+    const heavy = held.filter((t) => t === 'heavy').length;
+    expect(heavy / (held.length - heavy)).toBeGreaterThan(3 * 0.8);
+    expect(heavy / (held.length - heavy)).toBeLessThan(3 * 1.2);
+  });
 });
