@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { KeyPart, KeyValue } from '../declarations/Key';
-import { encodeSegment } from '../keys/keyEncoding';
+import { encodeBucket, encodeSegment } from '../keys/keyEncoding';
 import { resolveBuckets } from '../grant/resolveBuckets';
 import { QueueConfig } from './queueConfig';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
@@ -34,6 +34,11 @@ export interface Placement {
   readonly attributes: string;
   /** Why the job's cost cannot be counted in a throttle (jobCost), if so: it counts 0 there, and fails when delivered. */
   readonly costError?: string;
+  /**
+   * Its fairness group (the queue's fairness key values' segment, '~' when missing) and that group's declared
+   * weight, when the queue has a fairness key (lua/includes/fairness.lua).
+   */
+  readonly fairness?: { readonly group: string; readonly weight: number };
 }
 
 const NO_VALUE = Symbol('no key value');
@@ -98,6 +103,12 @@ export class JobClassifier {
       })
       .sort();
     if (costError) this.logger.warn({ queue: this.queue, jobId: record.id, reason: costError }, 'job cost cannot be counted: it fails when delivered, counting nothing in that throttle');
+    let fairness: Placement['fairness'];
+    if (config.fairness) {
+      const values = config.fairness.key.map(valueOf);
+      const group = values.includes(NO_VALUE) ? '~' : encodeBucket(values as KeyValue[], `fairness of '${this.queue}'`);
+      fairness = { group, weight: config.fairness.weights[group] ?? 1 };
+    }
     return {
       id: record.id,
       member: `${config.gen}/${buckets.length > 0 ? buckets.join('|') : '*'}`,
@@ -105,6 +116,7 @@ export class JobClassifier {
       lifo: optsObject.lifo === true,
       attributes: toStore,
       ...(costError ? { costError } : {}),
+      ...(fairness ? { fairness } : {}),
     };
   }
 

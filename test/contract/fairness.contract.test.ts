@@ -34,13 +34,16 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     expect(bigShare).toBeLessThan(0.45);
   });
 
-  it('weights 3:1 give deliveries 3:1 within 20%, whatever order the jobs came in', async () => {
+  // Classified in the delivery script (the key is a data path), or by the worker (an attributes function makes it
+  // see every job first: lua/classifyJobs-7.lua).
+  it.each([['the delivery script', false], ['the worker', true]] as const)('weights 3:1 give deliveries 3:1 within 20%%, whatever order the jobs came in (classified by %s)', async (_by, byWorker) => {
     const queue = bed().queue('weights');
     await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'light', i } })));
     await queue.addBulk(Array.from({ length: 120 }, (_, i) => ({ name: 'call', data: { tenant: 'heavy', i } })));
     const starts: Start[] = [];
     const worker = bed().worker('weights', recordingProcessor(starts), {
       concurrency: 10, throttles: [Throttle.named('api').limit(20, W)], fairness: { key: Key.data('tenant'), weights: { heavy: 3 } },
+      ...(byWorker ? { attributes: () => ({ seen: true }) } : {}),
     });
     await waitFor(() => starts.length >= 100, 30_000, '100 starts');
     await worker.close();

@@ -20,6 +20,8 @@ export interface ClassifiedJob {
   readonly lifo: boolean;
   /** Attributes JSON to store ('' to leave as stored). */
   readonly attributes: string;
+  /** Its fairness group and that group's declared weight, when the queue has a fairness key. */
+  readonly fairness?: { readonly group: string; readonly weight: number };
 }
 
 export interface ClassifyJobsInput {
@@ -39,7 +41,7 @@ export type ClassifyJobsReply = { readonly staleGeneration: false; readonly plac
 export function runClassifyJobs(runner: ScriptRunner, input: ClassifyJobsInput): Promise<ClassifyJobsReply> {
   const q = input.queueKeys;
   const args: ScriptArg[] = [input.bullmqPrefix, q.base, input.gen, input.jobs.length];
-  for (const job of input.jobs) args.push(job.id, job.member, job.priority, job.lifo ? 1 : 0, job.attributes);
+  for (const job of input.jobs) args.push(job.id, job.member, job.priority, job.lifo ? 1 : 0, job.attributes, job.fairness?.group ?? '', job.fairness?.weight ?? 1);
   const call = fixedCall(classifyJobsScript, {
     intake: q.intake, state: q.state, readyJobs: q.readyJobs, classes: q.classes, marker: input.marker, classState: q.classState, putBack: q.putBack,
   }, args);
