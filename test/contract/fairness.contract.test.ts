@@ -30,6 +30,7 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     // The big one keeps its share meanwhile: about a third of the held jobs started.
     const heldStarts = order.slice(20, lastSmall + 1);
     const bigShare = heldStarts.filter((t) => t === 'bigco').length / heldStarts.length;
+    console.log(`fairness (${mode.name}): the small tenants' last start ${lastSmall + 1} of ${order.length}; the big one's share of the held starts meanwhile ${bigShare.toFixed(2)}`);
     expect(bigShare).toBeGreaterThan(0.2);
     expect(bigShare).toBeLessThan(0.45);
   });
@@ -51,6 +52,7 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     const held = firstTenants(starts, 100).slice(20);
     const heavy = held.filter((t) => t === 'heavy').length;
     const light = held.length - heavy;
+    console.log(`fairness (${mode.name}, by ${_by}): weights 3:1 gave ${heavy}:${light}`);
     expect(heavy / light).toBeGreaterThan(3 * 0.8);
     expect(heavy / light).toBeLessThan(3 * 1.2);
   });
