@@ -58,7 +58,7 @@ local fair = false
 for i = 1, count do
   if ARGV[5 + STRIDE * (i - 1) + 5] ~= '' then
     local stored = rcall('HMGET', stateKey, 'fv', 'fifo')
-    fair = fairness.start({ fair = { w = {} } }, stored[1], stored[2])
+    fair = fairness.start('1', nil, stored[1], stored[2])
     break
   end
 end

@@ -16,7 +16,9 @@
     ARGV[6] worker id   ARGV[7] how long its entry lives (ms; 0 withdraws it)
     ARGV[8] the throttles' longest waits, "<encoded name>=<ms>,..." ('' when none declares maxWait): the
             state's field mw, which the delivery scripts give held jobs their deadlines by (includes/deadlines)
-    ARGV[9..] per throttle (in KEYS order from KEYS[4]): its longest window (ms)
+    ARGV[9] '1' when the queue's workers declare a fairness key ('' otherwise): the state's field fair, by which the
+            delivery scripts keep its virtual time (includes/fairness)
+    ARGV[10..] per throttle (in KEYS order from KEYS[4]): its longest window (ms)
     (test builds read one more trailing ARGV, a clock offset in ms)
 
   Output: 1 when the queue's generation changed, 0 when it did not, -1 when the config was refused (an
@@ -43,11 +45,12 @@ local stored = rcall('HMGET', stateKey, 'gen', 'lua', 'regv')
 if tonumber(stored[3] or 0) > version and ARGV[5] ~= '1' then return -1 end
 -- The queue's statistics of its throttles outlive its last worker by a day (totals, for whoever looks later).
 for k = 4, #KEYS do
-  rcall('HSET', KEYS[k], 'longest', ARGV[5 + k])
+  rcall('HSET', KEYS[k], 'longest', ARGV[6 + k])
   rcall('PEXPIRE', KEYS[k], STATS_TTL_MS)
 end
 rcall('HSET', stateKey, 'regv', version)
 if ARGV[8] == '' then rcall('HDEL', stateKey, 'mw') else rcall('HSET', stateKey, 'mw', ARGV[8]) end
+if ARGV[9] == '' then rcall('HDEL', stateKey, 'fair') else rcall('HSET', stateKey, 'fair', ARGV[9]) end
 if stored[1] ~= ARGV[1] then
   rcall('HSET', stateKey, 'gen', ARGV[1], 'config', ARGV[2], 'lua', ARGV[3])
   rcall('ZADD', markerKey, 0, '0')

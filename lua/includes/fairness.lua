@@ -8,7 +8,8 @@
   whatever order they came in; a group that had nothing waiting starts at V and brings no credit from its idle
   time; a group with nothing that fits gives its turn away (the others' jobs go past it), so no room is left idle.
   Keys, in the queue's slot:
-    <queueBase>:state          field fv: V (absent: the fifo counter, where the queue's orders were up to then)
+    <queueBase>:state          field fair: '1' while the queue's workers declare a fairness key (lua/publishQueueConfig-n.lua);
+                               field fv: V (absent: the fifo counter, where the queue's orders were up to then)
     <queueBase>:fair-finish    HASH group -> F_g
     <queueBase>:fair-weights   HASH group -> weight set at run time (ThrottleAdmin.setFairnessWeight), before
                                the declared ones (the class spec's "w", includes/classifyInLua); 1 otherwise
@@ -18,10 +19,12 @@
 ]]
 local fairness = {}
 
--- The run's fairness state from the state hash's fields fv and fifo; false when the queue has no fairness key.
-function fairness.start(spec, storedV, fifo)
-  if not spec or not spec.fair then return false end
-  return { spec = spec.fair, v = tonumber(storedV) or tonumber(fifo) or 0, vRead = tonumber(storedV), finish = {}, weights = {}, dirty = {} }
+-- The run's fairness state from the state hash's fields fair, fv and fifo, with the class spec (includes/
+-- classifyInLua: its declared weights; nil when the workers classify, and name each job's weight themselves);
+-- false when the queue has no fairness key.
+function fairness.start(flag, spec, storedV, fifo)
+  if flag ~= '1' then return false end
+  return { spec = (spec and spec.fair) or { w = {} }, v = tonumber(storedV) or tonumber(fifo) or 0, vRead = tonumber(storedV), finish = {}, weights = {}, dirty = {} }
 end
 
 -- The start tag of a job of `group` costing `cost`, and the group's finish tag moved past it.

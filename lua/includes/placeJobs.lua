@@ -111,7 +111,6 @@ function placeJobs.expire(input, run, member, jobId)
     return false
   end
   run.heldLeft = run.heldLeft + 1
-  run.expired = run.expired + 1
   -- With the slot's lock token: only this delivery fails (a failed job retried later keeps the field).
   rcall('HSET', input.jobPrefix .. jobId, 'thw', run.tokens[run.delivered + 1] .. '|' .. why)
   roomTicketing.delivered(jobId)

@@ -167,14 +167,8 @@ function rateKind.roomAtUs(counters, cost, at)
 end
 
 -- The later of at and when the rate could have granted `units` more, one after another (us): its room for them
--- together (an estimate for a backlog, includes/deadlines).
-function rateKind.waitAtUs(counters, units, at)
-  local counter = counters.rate
-  if not counter then return at end
-  local roomAt = rateRoomAtUs(counter, units)
-  if roomAt > at then return roomAt end
-  return at
-end
+-- together, which is exact for a rate (an estimate for a backlog, includes/deadlines).
+rateKind.waitAtUs = rateKind.roomAtUs
 
 -- Counts `count` tokens granted now in the bucket's rate.
 function rateKind.add(counters, count)

@@ -54,7 +54,7 @@ local function takeJobs(input)
   -- The lowest order among classes of due buckets this call does not wake: nothing ordered after it goes now.
   local dueBound = wakeDueBuckets(input, now)
 
-  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua', 'mw', 'fv', 'fifo')
+  local stateFields = rcall('HMGET', input.stateKey, 'gen', 'lua', 'mw', 'fair', 'fv', 'fifo')
   deadlines.read(stateFields[3])
   local gen = stateFields[1] or ''
   local classSpec = gen == input.callerGen and parseClassSpec(stateFields[2]) or nil
@@ -69,8 +69,7 @@ local function takeJobs(input)
     REPLY_HEAD = 11 + #refused, reply = reply,
     -- delivered: jobs this call delivered; heldLeft: jobs counted as held that stopped being held in this call
     -- (delivered, or removed and dropped); freshHeld: jobs straight from wait this call held.
-    -- expired: jobs past their deadline delivered to be failed (includes/deadlines).
-    delivered = 0, dropped = 0, heldLeft = 0, freshHeld = 0, expired = 0,
+    delivered = 0, dropped = 0, heldLeft = 0, freshHeld = 0,
     -- Class -> the bucket id it waits on (false: none), as found in this run; someWaiting, anyWaiting: see
     -- includes/placeJobs' readAnyWaiting.
     waitingOn = {}, someWaiting = false, anyWaiting = false,
@@ -87,7 +86,7 @@ local function takeJobs(input)
     -- dueBound (nil: none), and whether the call stopped at it (the reply then asks for another at once).
     dueBound = dueBound, stoppedAtBound = false,
     -- The queue's fair shares (includes/fairness), false without a fairness key.
-    fair = fairness.start(classSpec, stateFields[4], stateFields[5]),
+    fair = fairness.start(stateFields[4], classSpec, stateFields[5], stateFields[6]),
   }
 
   placeJobs.readAnyWaiting(input, run)

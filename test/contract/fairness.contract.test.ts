@@ -74,4 +74,25 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     expect(heavy / (held.length - heavy)).toBeGreaterThan(3 * 0.8);
     expect(heavy / (held.length - heavy)).toBeLessThan(3 * 1.2);
   });
+
+  it.each([['the delivery script', false], ['the worker', true]] as const)('a tenant that comes later takes turns from the current one, with no credit for the time it had nothing (classified by %s)', async (_by, byWorker) => {
+    const queue = bed().queue('late');
+    await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'call', data: { tenant: 'early', i } })));
+    const starts: Start[] = [];
+    const worker = bed().worker('late', recordingProcessor(starts), {
+      concurrency: 10, throttles: [Throttle.named('api').limit(20, W)], fairness: { key: Key.data('tenant') },
+      ...(byWorker ? { attributes: () => ({ seen: true }) } : {}),
+    });
+    await waitFor(() => starts.length >= 60, 30_000, '60 starts');
+    const before = starts.length;
+    await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'call', data: { tenant: 'late', i } })));
+    await waitFor(() => starts.filter((s) => s.data.tenant === 'late').length >= 30, 30_000, 'the late tenant done');
+    await worker.close();
+    // The 40 starts after those already under way: about half each, not the late tenant's 30 in a row.
+    const next = firstTenants(starts, starts.length).slice(before + 10, before + 50);
+    const late = next.filter((t) => t === 'late').length;
+    console.log(`fairness (${mode.name}, by ${_by}): a late tenant took ${late} of the 40 starts after it came`);
+    expect(late).toBeGreaterThanOrEqual(12);
+    expect(late).toBeLessThanOrEqual(28);
+  });
 });

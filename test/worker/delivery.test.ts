@@ -113,7 +113,7 @@ describe('ThrottledWorker delivery', () => {
     const q = keys.queue('stale');
     await runPublishQueueConfig(new ScriptRunner(redis), {
       state: q.state, marker: `${bed.prefix}:stale:marker`, workers: q.workers, gen: older.gen, configJson: '[]', luaSpec: older.luaSpec,
-      registryVersion: 0, force: true, workerId: 'other', workerTtlMs: 45_000, maxWaits: '', throttles: [{ stats: q.throttleStats('theirs').stats, longestMs: 60_000 }],
+      registryVersion: 0, force: true, workerId: 'other', workerTtlMs: 45_000, maxWaits: '', fairness: false, throttles: [{ stats: q.throttleStats('theirs').stats, longestMs: 60_000 }],
     });
     await runPublishLimits(new ScriptRunner(redis), {
       ttlMs: 45_000, registryVersion: 0, force: true, throttles: [{ limitsKey: keys.effectiveLimits('theirs'), limits: [{ kind: 'window', windowMs: 60_000, max: 1000 }], rateLeaseMs: 0 }],
@@ -140,7 +140,7 @@ describe('ThrottledWorker delivery', () => {
     const q = keys.queue('views');
     const publish = (version: number) => runPublishQueueConfig(new ScriptRunner(redis), {
       state, marker: `${bed.prefix}:views:marker`, workers: q.workers, gen: 'other-gen', configJson: '[]', luaSpec: older.luaSpec,
-      registryVersion: version, force: false, workerId: 'other', workerTtlMs: 45_000, maxWaits: '', throttles: [],
+      registryVersion: version, force: false, workerId: 'other', workerTtlMs: 45_000, maxWaits: '', fairness: false, throttles: [],
     });
     expect(await publish(Number(regv) - 1)).toBe(PublishQueueConfigReply.Refused);
     expect(await redis.hget(state, 'gen')).toBe(gen);

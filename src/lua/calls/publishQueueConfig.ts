@@ -33,6 +33,8 @@ export interface PublishQueueConfigInput {
   readonly workerTtlMs: number;
   /** The throttles' longest waits, "<encoded name>=<ms>,..." ('' when none declares maxWait): the state's mw. */
   readonly maxWaits: string;
+  /** Whether the queue's workers declare a fairness key: the state's field fair. */
+  readonly fairness: boolean;
   /** Per throttle of the config: the queue's statistics HASH of it (KEYS[4..]) and its longest window (ms). */
   readonly throttles: readonly { readonly stats: string; readonly longestMs: number }[];
 }
@@ -41,7 +43,7 @@ export function runPublishQueueConfig(runner: ScriptRunner, input: PublishQueueC
   const keys = [input.state, input.marker, input.workers, ...input.throttles.map((t) => t.stats)];
   const args: ScriptArg[] = [
     input.gen, input.configJson, input.luaSpec, input.registryVersion, flagArg(input.force), input.workerId, input.workerTtlMs,
-    input.maxWaits, ...input.throttles.map((t) => t.longestMs),
+    input.maxWaits, input.fairness ? '1' : '', ...input.throttles.map((t) => t.longestMs),
   ];
   return sendCall(runner, variableCall(publishQueueConfigScript, keys, args)).then(Number);
 }

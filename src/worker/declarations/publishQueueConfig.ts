@@ -55,6 +55,7 @@ export async function publishQueueConfig(targets: PublishTargets, publication: P
     force,
     workerId: worker.id,
     workerTtlMs: worker.ttlMs,
+    fairness: Boolean(config?.fairness),
     maxWaits: configured.filter((t) => t.maxWaitMs !== undefined).map((t) => `${encodeSegment(t.name)}=${t.maxWaitMs}`).join(','),
     throttles: configured.map((t) => ({ stats: q.throttleStats(t.name).stats, longestMs: longestSpanMs(t) })),
   });
