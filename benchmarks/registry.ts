@@ -3,6 +3,7 @@ import { bucketMemory } from './bucketMemory';
 import { clusterThroughput } from './clusterThroughput';
 import { dashboardData } from './dashboardData';
 import { deliveryByKind } from './deliveryByKind';
+import { fairness } from './fairness';
 import { grantThroughput } from './grantThroughput';
 import { headOfLine } from './headOfLine';
 import { limiterAccuracy } from './limiterAccuracy';
@@ -24,6 +25,7 @@ export const benchmarks: readonly Benchmark[] = [
   redisInstructions,
   bindingLimit,
   deliveryByKind,
+  fairness,
   limiterAccuracy,
   processorStarts,
   headOfLine,

@@ -24,7 +24,9 @@ export interface FairnessOptions {
 
 /** A queue's fairness as it travels through the registry: the key parts, and the declared weights by group segment. */
 export interface FairnessSpec {
+  /** The key parts that name a job's group. */
   readonly key: readonly KeyPart[];
+  /** Declared weights by group segment (a bucket's segment of the key values: src/keys/keyEncoding.ts encodeBucket). */
   readonly weights: Readonly<Record<string, number>>;
 }
 

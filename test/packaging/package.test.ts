@@ -81,7 +81,7 @@ describe('npm pack', () => {
     expect(packed.files.filter((f) => !/^(dist\/.*\.(js|mjs|d\.ts|d\.mts)|dist\/dashboard\/(index\.html|app\.css)|lua\/.*\.lua|package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(f))).toEqual([]);
   });
 
-  it('is lean: no source maps (with their sources they were over half of it), under 600 kB packed', () => {
+  it('is lean: no source maps (with their sources they were over half of it), under 625 kB packed', () => {
     expect(packed.files.filter((f) => f.endsWith('.map'))).toEqual([]);
     for (const file of packed.files.filter((f) => /\.(m?js)$/.test(f))) {
       expect({ file, mapLink: /\/\/# sourceMappingURL=/.test(readFileSync(join(ROOT, file), 'utf8')) }).toEqual({ file, mapLink: false });
@@ -89,10 +89,10 @@ describe('npm pack', () => {
     // With the maps: 1,323 kB packed, 4,847 kB unpacked; without: 490 kB and 1,703 kB (measured when they went).
     // 549 kB once issue 29 had moved code into the queue state and the gate; 556 kB with the delivery script split
     // into includes, each with its header (freshJobs, placeJobs, readyJobs, slotTokens, wakeDueBuckets, windowKind).
-    // 571 kB before adaptive limits (issue 30), 584 kB with them: the library's code is in five builds (index, its
-    // ESM twin, the CLI, Bull Board's two).
+    // 571 kB before issue 30; 584 kB with adaptive limits, 608 kB with deadlines and fair shares too: the library's
+    // code is in five builds (index, its ESM twin, the CLI, Bull Board's two).
     console.log(`npm pack: ${Math.round(packed.size / 1000)} kB packed, ${Math.round(packed.unpackedSize / 1000)} kB unpacked, ${packed.files.length} files`);
-    expect(packed.size).toBeLessThan(600_000);
+    expect(packed.size).toBeLessThan(625_000);
   });
 
   it('declares bullmq and ioredis as peers, Node 20 or later, an MIT LICENSE, and where the project lives', () => {
