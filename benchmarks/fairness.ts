@@ -23,7 +23,7 @@ interface Case {
 const CASES: readonly Case[] = [
   { label: 'fairness off', groups: 0 },
   { label: '10 groups', groups: 10 },
-  { label: '100,000 groups', groups: 100_000 },
+  { label: '100,000 groups (each job its own)', groups: 100_000 },
 ];
 const JOBS = Number(process.env.BENCH_FAIRNESS_JOBS ?? 20_000);
 const LIMIT = 5_000;
