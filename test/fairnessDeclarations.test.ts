@@ -1,4 +1,6 @@
-import { Key } from '../src/declarations/Key';
+import { describeKey, Key } from '../src/declarations/Key';
+import { Throttle } from '../src/declarations/Throttle';
+import { ThrottledWorker } from '../src/worker/ThrottledWorker';
 import { checkFairness, mergeFairness } from '../src/declarations/Fairness';
 import { InvalidOptionError } from '../src/errors/InvalidOptionError';
 import { ThrottleConflictError } from '../src/errors/ThrottleConflictError';
@@ -26,5 +28,16 @@ describe('the fairness option', () => {
     const spec = JSON.parse(luaClassSpec([], [{ workerId: 'w', queue: 'q', prefix: 'bull', declarations: [], attributes: false }], checkFairness('q', { key: Key.data('tenant') })));
     expect(spec).toEqual([{ f: [['data', 'tenant']], w: {} }]);
     expect(luaClassSpec([], [{ workerId: 'w', queue: 'q', prefix: 'bull', declarations: [], attributes: false }], checkFairness('q', { key: Key.attribute('tier') }))).toBe('');
+  });
+
+  it("Key.fairness() keys a throttle by the worker's fairness key, and a worker without one refuses it", () => {
+    const perTenant = Throttle.named('api-per-tenant').key([Key.fairness(), Key.name()]).limit(40, '1s');
+    expect(describeKey(perTenant.keyParts)).toBe('[Key.fairness(), Key.name()]');
+    expect(perTenant.withFairnessKey([Key.data('tenant')]).keyParts).toEqual([{ kind: 'data', path: 'tenant' }, { kind: 'name' }]);
+    const connection = { host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: null };
+    expect(() => new ThrottledWorker('q', null, { connection, throttles: [perTenant], autorun: false })).toThrow(
+      "ThrottledWorker('q'): throttle 'api-per-tenant' is keyed by Key.fairness(), the queue's fairness key: give the worker a fairness option, such as fairness: { key: Key.data('tenant') }.",
+    );
+    expect(() => checkFairness('q', { key: Key.fairness() })).toThrow(InvalidOptionError);
   });
 });

@@ -42,6 +42,11 @@ export interface JobExplanation {
    * a higher priority arriving meanwhile put off; null when it is not waiting, or a pause without an end holds it.
    */
   estimatedAt: number | null;
+  /**
+   * When it fails for waiting too long (ms, Redis clock; Throttle.maxWait): its deadline while it waits on a full bucket
+   * of a throttle that declares one; null otherwise.
+   */
+  deadline: number | null;
   /** One line a person can act on. */
   reason: string;
   /** Redis time of the answer (ms): the clock of the throttle namespace's node, read before the buckets. */
@@ -69,14 +74,16 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
   const { client, queueKeys: q, config } = context;
   const [name, data, opts, priority, stored] = await client.hmget(`${context.jobPrefix}${jobId}`, 'name', 'data', 'opts', 'priority', 'tha');
   const base = { queue, jobId, at: context.nowMs };
-  if (data === null) return { ...base, state: 'unknown', held: null, buckets: [], roomAt: null, position: null, estimatedAt: null, reason: `job ${jobId} does not exist in queue ${queue}` };
+  if (data === null) return { ...base, state: 'unknown', held: null, buckets: [], roomAt: null, position: null, estimatedAt: null, deadline: null, reason: `job ${jobId} does not exist in queue ${queue}` };
   const placement = new JobClassifier(undefined, pino({ level: 'silent' }), queue).place({ id: jobId, name, data, opts, priority, storedAttributes: stored }, config);
   const member = placement.member;
-  const [inClass, inReady, waitsOn] = await Promise.all([
+  const [inClass, inReady, waitsOn, deadlineAt] = await Promise.all([
     client.zscore(q.classJobs(member), jobId),
     client.zscore(q.readyJobs, `${member}#${jobId}`),
     client.hget(q.classState, member),
+    client.zscore(q.deadlines, `${member}#${jobId}`),
   ]);
+  const deadline = deadlineAt === null ? null : Number(deadlineAt);
   const held = inClass !== null && waitsOn !== null ? 'waiting-on-bucket' : inClass !== null || inReady !== null ? 'ready' : null;
   const buckets = await Promise.all(classBuckets(member).map(async ({ id, encodedName, segment, cost }) => {
     const decoded = decodeBucket(segment);
@@ -93,8 +100,9 @@ export async function explainJob(queue: string, jobId: string, context: ExplainC
     const times = await Promise.all(holding.map(async (b) => estimateStart(b, position!, b.cost, b.inFlight ? await context.processingMs(b.throttle) : null)));
     estimatedAt = times.includes(null) ? null : Math.max(...(times as number[]));
   }
-  const reason = reasonOf(state, held, holding, roomAt, context.nowMs) + aheadText(position, estimatedAt, holding, context.nowMs);
-  return { ...base, state, held, buckets, roomAt, position, estimatedAt, reason };
+  const deadlineText = deadline === null || held === null ? '' : `; it fails ${deadline <= context.nowMs ? 'with the next delivery call' : `in ${formatDuration(deadline - context.nowMs)}`} unless it goes before (maxWait)`;
+  const reason = reasonOf(state, held, holding, roomAt, context.nowMs) + aheadText(position, estimatedAt, holding, context.nowMs) + deadlineText;
+  return { ...base, state, held, buckets, roomAt, position, estimatedAt, deadline: held === null ? null : deadline, reason };
 }
 
 /** '; 5 jobs ahead of it there, it goes in about 3s', or '; first in line there' (it goes when room returns). */

@@ -1,6 +1,9 @@
 import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 
-/** One part of a throttle's key: where its value comes from (`Key.data`, `Key.name` or `Key.attribute`). */
+/**
+ * One part of a throttle's key: where its value comes from (`Key.data`, `Key.name`, `Key.attribute`, or
+ * `Key.fairness`: the worker's fairness key in its place).
+ */
 export type KeyPart =
   | {
     /** The value is read from job.data. */
@@ -17,6 +20,10 @@ export type KeyPart =
     readonly kind: 'attribute';
     /** The attribute's name. */
     readonly name: string;
+  }
+  | {
+    /** The parts of the queue's fairness key (ThrottledWorker's `fairness` option), put in by the worker. */
+    readonly kind: 'fairness';
   };
 
 /** A key value as it reaches a bucket: one scalar per key part. */
@@ -62,6 +69,15 @@ export const Key = {
     }
     return Object.freeze({ kind: 'attribute', name });
   },
+  /**
+   * The queue's fairness key (ThrottledWorker's `fairness` option) in its place: a throttle keyed by it has a bucket
+   * per fairness group, as `Throttle.named('stripe-per-tenant').key([Key.fairness()]).limit(40, '1s')`. The worker
+   * puts its fairness key's parts in; a worker without the option refuses such a throttle. A `Grantor` takes its
+   * values as given, as any part's.
+   */
+  fairness(): KeyPart {
+    return Object.freeze({ kind: 'fairness' });
+  },
 };
 
 export function describeKeyPart(part: KeyPart): string {
@@ -69,6 +85,7 @@ export function describeKeyPart(part: KeyPart): string {
     case 'data': return `Key.data(${JSON.stringify(part.path)})`;
     case 'name': return 'Key.name()';
     case 'attribute': return `Key.attribute(${JSON.stringify(part.name)})`;
+    case 'fairness': return 'Key.fairness()';
   }
 }
 

@@ -72,6 +72,12 @@ export class Throttle {
     return new Throttle(name, [], undefined, Missing.SharedBucket);
   }
 
+  /** This declaration keyed with the worker's fairness key in place of `Key.fairness()` (ThrottledWorker does this). */
+  withFairnessKey(fairnessKey: readonly KeyPart[]): Throttle {
+    if (!this.keyParts?.some((part) => part.kind === 'fairness')) return this;
+    return this.with({ keyParts: Object.freeze(this.keyParts.flatMap((part) => (part.kind === 'fairness' ? fairnessKey : [part]))) });
+  }
+
   /**
    * At most `max` deliveries in any window of length `window` (ms, or '250ms', '1s', '1m', '1h', '1d'). Several
    * limits all apply: a job must fit every one.
@@ -241,7 +247,7 @@ export class Throttle {
    *
    * @example
    * Throttle.named('stripe-per-customer').key([Key.data('customer')]).limit(10, '1s');
-   * @param parts - One or more parts built with `Key.data(path)`, `Key.name()` or `Key.attribute(name)`.
+   * @param parts - One or more parts built with `Key.data(path)`, `Key.name()`, `Key.attribute(name)` or `Key.fairness()`.
    * @returns A new declaration with the key.
    * @throws InvalidThrottleError when `parts` is empty or not an array, or a part is not built by `Key`.
    */
@@ -252,7 +258,7 @@ export class Throttle {
       );
     }
     for (const part of parts) {
-      if (!part || !['data', 'name', 'attribute'].includes((part as KeyPart).kind)) {
+      if (!part || !['data', 'name', 'attribute', 'fairness'].includes((part as KeyPart).kind)) {
         throw new InvalidThrottleError(
           `Throttle '${this.name}': key part ${JSON.stringify(part)} is not a Key; build parts with Key.data(path), Key.name() or Key.attribute(name).`,
         );

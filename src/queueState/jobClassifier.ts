@@ -73,7 +73,9 @@ export class JobClassifier {
       let value: unknown;
       if (part.kind === 'name') value = record.name ?? undefined;
       else if (part.kind === 'data') value = data.ok ? atPath(data.value, part.path) : undefined;
-      else value = attributes[part.name];
+      else if (part.kind === 'attribute') value = attributes[part.name];
+      // Key.fairness() is the worker's fairness key by now (ThrottledWorker): one left is missing.
+      else value = undefined;
       if (value === undefined || value === null) return NO_VALUE;
       if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return value;
       this.logger.warn(

@@ -4,7 +4,7 @@ import { InvalidThrottleError } from '../errors/InvalidThrottleError';
 import { InvalidOptionError } from '../errors/InvalidOptionError';
 import { RetryAfterError } from '../errors/RetryAfterError';
 import { SlowDownError } from '../errors/SlowDownError';
-import { checkFairness, FairnessOptions } from '../declarations/Fairness';
+import { checkFairness, FairnessOptions, FairnessSpec } from '../declarations/Fairness';
 import { ThrottleWaitTimeoutError } from '../errors/ThrottleWaitTimeoutError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
@@ -139,6 +139,16 @@ function checkedThrottles(queue: string, throttles: unknown): readonly Throttle[
   return throttles;
 }
 
+/** The throttles with the worker's fairness key in place of Key.fairness(); InvalidOptionError without one. */
+function withFairnessKey(queue: string, throttles: readonly Throttle[], fairness: FairnessSpec | undefined): readonly Throttle[] {
+  const keyed = throttles.filter((t) => t.keyParts?.some((part) => part.kind === 'fairness'));
+  if (keyed.length === 0) return throttles;
+  if (!fairness) {
+    throw new InvalidOptionError(`ThrottledWorker('${queue}'): throttle '${keyed[0].name}' is keyed by Key.fairness(), the queue's fairness key: give the worker a fairness option, such as fairness: { key: Key.data('tenant') }.`);
+  }
+  return throttles.map((t) => t.withFairnessKey(fairness.key));
+}
+
 /**
  * A bullmq Worker whose jobs are delivered only within the declared throttles: a job that cannot go yet
  * stays held in Redis (no lock, no attempt, no `active` event) while jobs of other buckets keep flowing.
@@ -154,7 +164,8 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
   constructor(name: string, processor: string | URL | null | Processor<DataType, ResultType, NameType> | undefined, opts: ThrottledWorkerOptions) {
     // The installed bullmq's line (UnsupportedBullmqError, naming the supported range, outside them).
     const adapter = selectAdapter();
-    const throttles = checkedThrottles(name, opts?.throttles);
+    const fairness = opts.fairness ? checkFairness(name, opts.fairness) : undefined;
+    const throttles = withFairnessKey(name, checkedThrottles(name, opts?.throttles), fairness);
     if (opts.leaseMs !== undefined && opts.leaseMs !== 'auto' && (!Number.isSafeInteger(opts.leaseMs) || opts.leaseMs < 0)) {
       throw new InvalidOptionError(`ThrottledWorker('${name}'): leaseMs ${String(opts.leaseMs)} must be a whole number of milliseconds, 0 or more, or 'auto' (or left out).`);
     }
@@ -165,7 +176,7 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       namespace: opts.throttlePrefix ?? opts.prefix ?? DEFAULT_PREFIX,
       throttles,
       attributes: opts.attributes,
-      ...(opts.fairness ? { fairness: checkFairness(name, opts.fairness) } : {}),
+      ...(fairness ? { fairness } : {}),
       logger: opts.logger ?? pino({ level: 'silent' }),
       declarationTtlMs: opts.declarationTtlMs ?? 15_000,
       leaseMs: opts.leaseMs,

@@ -86,4 +86,23 @@ describeEachMode('contract: deadlines on waiting', (mode) => {
     await worker.close();
     await events.close();
   });
+
+  it('explainJob gives a waiting job its deadline', async () => {
+    const queue = bed().queue('explained');
+    const starts: Start[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const worker = bed().worker('explained', recordingProcessor(starts, async () => gate), { concurrency: 2, throttles: [Throttle.named('pool').concurrency(1).maxWait('1m')] });
+    await worker.waitUntilReady();
+    await queue.add('first', {});
+    await waitFor(() => starts.length === 1, 10_000, 'the first running');
+    const second = await queue.add('second', {});
+    await waitFor(async () => (await bed().admin.explainJob('explained', second.id!)).held === 'waiting-on-bucket', 10_000, 'the second held');
+    const explained = await bed().admin.explainJob('explained', second.id!);
+    expect(explained.deadline! - explained.at).toBeGreaterThan(50_000);
+    expect(explained.deadline! - explained.at).toBeLessThanOrEqual(60_000);
+    expect(explained.reason).toMatch(/; it fails in [^;]+ unless it goes before \(maxWait\)$/);
+    release();
+    await worker.close();
+  });
 });

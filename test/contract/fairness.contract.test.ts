@@ -1,4 +1,4 @@
-import { Key, Throttle } from '../../src';
+import { Key, mostInAnyWindow, Throttle } from '../../src';
 import { waitFor } from '../support/bullmq';
 import { describeEachMode, recordingProcessor, Start, useContractBed } from './contractSuite';
 
@@ -94,5 +94,25 @@ describeEachMode('contract: fair shares between groups', (mode) => {
     console.log(`fairness (${mode.name}, by ${_by}): a late tenant took ${late} of the 40 starts after it came`);
     expect(late).toBeGreaterThanOrEqual(12);
     expect(late).toBeLessThanOrEqual(28);
+  });
+
+  it('Key.fairness() keys a throttle by the fairness key: each tenant held to its own limit, taking turns within the shared one', async () => {
+    const queue = bed().queue('keyed');
+    await queue.addBulk(['acme', 'bigco'].flatMap((tenant) => Array.from({ length: 30 }, (_, i) => ({ name: 'call', data: { tenant, i } }))));
+    const starts: Start[] = [];
+    const perTenant = Throttle.named('api-per-tenant').key([Key.fairness()]).limit(4, W);
+    const worker = bed().worker('keyed', recordingProcessor(starts), {
+      concurrency: 10, throttles: [Throttle.named('api').limit(6, W), perTenant], fairness: { key: Key.data('tenant') },
+    });
+    await waitFor(() => starts.length >= 30, 30_000, '30 starts');
+    await worker.close();
+    for (const tenant of ['acme', 'bigco']) {
+      expect(mostInAnyWindow(starts.filter((s) => s.data.tenant === tenant).map((s) => s.processedOn), W)).toBeLessThanOrEqual(4);
+    }
+    expect(mostInAnyWindow(starts.map((s) => s.processedOn), W)).toBeLessThanOrEqual(6);
+    // Both tenants go in every stretch: within the first 30 starts, each has at least a third.
+    const first = firstTenants(starts, 30);
+    expect(first.filter((t) => t === 'acme').length).toBeGreaterThanOrEqual(10);
+    expect(first.filter((t) => t === 'bigco').length).toBeGreaterThanOrEqual(10);
   });
 });
