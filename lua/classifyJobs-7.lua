@@ -62,7 +62,7 @@ for i = 1, count do
     break
   end
 end
-local input = { queueBase = queueBase, stateKey = stateKey }
+local input = { queueBase = queueBase, stateKey = stateKey, jobPrefix = jobPrefix }
 for i = 1, count do
   local at = 5 + STRIDE * (i - 1)
   local jobId, member, priority, lifo, attributes = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
@@ -79,12 +79,8 @@ for i = 1, count do
       order = jobOrder(priority, true, lifoNext)
     elseif fair and group ~= '' then
       fair.spec.w[group] = weight
-      local cost = 1
       local _, buckets = parseClass(member)
-      for b = 1, #buckets do
-        if (buckets[b].cost or 1) > cost then cost = buckets[b].cost end
-      end
-      order = jobOrder(priority, false, fairness.tag(input, fair, group, cost))
+      order = jobOrder(priority, false, fairness.tag(input, fair, group, fairness.costOf(buckets), jobId))
     else
       fifoNext = fifoNext + 1
       order = jobOrder(priority, false, fifoNext)

@@ -9,6 +9,7 @@ export type { Rate } from './declarations/Rate';
 export type { AdaptiveOptions, AdaptiveSpec } from './declarations/Adaptive';
 export type { FairnessOptions, FairnessSpec } from './declarations/Fairness';
 export type { AdaptiveLimitReading, AdaptiveThrottleReading } from './admin/adaptiveReading';
+export type { FairShares } from './admin/fairShares';
 export type { WindowInput, WindowText, WindowUnit } from './declarations/window';
 export { isWindowText } from './declarations/window';
 export { parseWindowMs } from './declarations/window';

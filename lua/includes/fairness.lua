@@ -13,9 +13,13 @@
     <queueBase>:fair-finish    HASH group -> F_g
     <queueBase>:fair-weights   HASH group -> weight set at run time (ThrottleAdmin.setFairnessWeight), before
                                the declared ones (the class spec's "w", includes/classifyInLua); 1 otherwise
+    <queueBase>:fair-delivered ZSET group -> cost units delivered (since the key exists), for ThrottleAdmin.queueStats;
+                               its sum is the state's field fd
+  and each held job's group in its hash's field thf (written as it is given its turn; a job deleted takes it along),
+  which a delivery reads back from the fields it hands the worker.
   A group is its key values' segment, as a bucket's (src/keys/keyEncoding.ts encodeBucket); '~' when missing.
   Tags are fractions (cost / weight); a ZSET score keeps them exactly below priority 2^20.
-  The including script defines rcall. Defines fairness: start, tag, delivered, save.
+  The including script defines rcall. Defines fairness: start, tag, delivered, costOf, save.
 ]]
 local fairness = {}
 
@@ -24,11 +28,13 @@ local fairness = {}
 -- false when the queue has no fairness key.
 function fairness.start(flag, spec, storedV, fifo)
   if flag ~= '1' then return false end
-  return { spec = (spec and spec.fair) or { w = {} }, v = tonumber(storedV) or tonumber(fifo) or 0, vRead = tonumber(storedV), finish = {}, weights = {}, dirty = {} }
+  return { spec = (spec and spec.fair) or { w = {} }, v = tonumber(storedV) or tonumber(fifo) or 0, vRead = tonumber(storedV), finish = {}, weights = {}, dirty = {}, delivered = {}, deliveredSum = 0 }
 end
 
--- The start tag of a job of `group` costing `cost`, and the group's finish tag moved past it.
-function fairness.tag(input, fair, group, cost)
+-- The start tag of job jobId of `group` costing `cost` (its group noted in its hash), and the group's finish tag
+-- moved past it.
+function fairness.tag(input, fair, group, cost, jobId)
+  rcall('HSET', input.jobPrefix .. jobId, 'thf', group)
   local finish = fair.finish[group]
   if finish == nil then finish = tonumber(rcall('HGET', input.queueBase .. ':fair-finish', group)) or 0 end
   local weight = fair.weights[group]
@@ -43,11 +49,33 @@ function fairness.tag(input, fair, group, cost)
   return start
 end
 
--- A job of this order was delivered: V moves to its start tag when later (a fifo order's sequence part).
-function fairness.delivered(fair, order, span)
-  if not fair or not order then return end
-  local tag = (order % 0x100000000) - span
-  if tag > fair.v then fair.v = tag end
+-- A job of this order (nil: it went at once, untagged) was delivered, its hash's fields as handed to the worker
+-- (prepared) or its group when known: V moves to its start tag when later (a fifo order's sequence part), and the
+-- group's delivered units count it.
+function fairness.delivered(fair, order, span, cost, group, fields)
+  if not fair then return end
+  if order then
+    local tag = (order % 0x100000000) - span
+    if tag > fair.v then fair.v = tag end
+  end
+  if not group and fields then
+    for i = 1, #fields - 1, 2 do
+      if fields[i] == 'thf' then group = fields[i + 1] break end
+    end
+  end
+  if group then
+    fair.delivered[group] = (fair.delivered[group] or 0) + cost
+    fair.deliveredSum = fair.deliveredSum + cost
+  end
+end
+
+-- What a job of these buckets counts for its group: its dearest bucket's cost.
+function fairness.costOf(buckets)
+  local cost = 1
+  for i = 1, #buckets do
+    if (buckets[i].cost or 1) > cost then cost = buckets[i].cost end
+  end
+  return cost
 end
 
 function fairness.save(input, fair)
@@ -59,4 +87,6 @@ function fairness.save(input, fair)
   end
   if #flat > 0 then rcall('HSET', input.queueBase .. ':fair-finish', unpack(flat)) end
   if fair.v ~= fair.vRead then rcall('HSET', input.stateKey, 'fv', string.format('%.17g', fair.v)) end
+  for group, units in pairs(fair.delivered) do rcall('ZINCRBY', input.queueBase .. ':fair-delivered', units, group) end
+  if fair.deliveredSum > 0 then rcall('HINCRBY', input.stateKey, 'fd', fair.deliveredSum) end
 end

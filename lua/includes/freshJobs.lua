@@ -114,11 +114,7 @@ function freshJobs.order(input, run, job)
     job.order = jobOrder(priority, true, sequences.lifo + sequences.lifoUsed)
   elseif run.fair and job.group then
     -- Its group's turn (includes/fairness), in its dearest bucket's cost.
-    local cost = 1
-    for i = 1, #job.buckets do
-      if (job.buckets[i].cost or 1) > cost then cost = job.buckets[i].cost end
-    end
-    job.order = jobOrder(priority, false, fairness.tag(input, run.fair, job.group, cost))
+    job.order = jobOrder(priority, false, fairness.tag(input, run.fair, job.group, fairness.costOf(job.buckets), job.id))
   else
     sequences.fifoUsed = sequences.fifoUsed + 1
     job.order = jobOrder(priority, false, sequences.fifo + sequences.fifoUsed)
@@ -183,7 +179,7 @@ function freshJobs.place(input, run, job)
     fits, bucketsOrFull, fullAtUs = placeJobs.checkBuckets(run, job.buckets)
     if fits == true then
       placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active')
-      fairness.delivered(run.fair, job.order, ORDER_SPAN)
+      fairness.delivered(run.fair, job.order, ORDER_SPAN, fairness.costOf(job.buckets), job.group)
       return
     end
   end

@@ -141,7 +141,7 @@ local function takeJobs(input)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
           budget = budget - 1
         elseif placeJobs.deliver(input, run, jobId, bucketsOrFull, true) then
-          fairness.delivered(run.fair, order, ORDER_SPAN)
+          fairness.delivered(run.fair, order, ORDER_SPAN, fairness.costOf(bucketsOrFull), nil, run.reply[run.REPLY_HEAD + 2 * run.delivered])
         end
       end
     else
@@ -166,7 +166,7 @@ local function takeJobs(input)
         if #popped > 0 then
           local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
-          if went then fairness.delivered(run.fair, tonumber(popped[2]), ORDER_SPAN) end
+          if went then fairness.delivered(run.fair, tonumber(popped[2]), ORDER_SPAN, fairness.costOf(bucketsOrFull), nil, run.reply[run.REPLY_HEAD + 2 * run.delivered]) end
         end
         local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
         if #head == 0 then

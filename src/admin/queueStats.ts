@@ -7,6 +7,7 @@ import { PlainWorkerDetector } from '../queueState/plainWorkerDetector';
 import { AdminContext } from './adminContext';
 import { suggestionText } from './nearbyNames';
 import { readQueueHolds } from './queueHolds';
+import { readFairShares } from './fairShares';
 import { throttleSummary } from './throttleSummary';
 import { QueueStats } from './types';
 
@@ -25,10 +26,11 @@ export async function readQueueStats(admin: AdminContext, queue: string): Promis
   const config = queueConfigFrom(entries, queue, admin.keys.prefix);
   // Held jobs removed from outside since the workers last looked stop counting first.
   await forgetRemovedJobs(admin.connections.runner, bull.keys.events, q);
-  const [counts, holds, consumers] = await Promise.all([
+  const [counts, holds, consumers, fairness] = await Promise.all([
     bull.getJobCounts(),
     readQueueHolds(admin.connections.runner, q, config.throttles.map((t) => t.name)),
     new PlainWorkerDetector(admin.connections.client, admin.keys.prefix, queue, pino({ level: 'silent' })).consumers(),
+    readFairShares(admin.connections.client, q, config.fairness),
   ]);
   return {
     queue,
@@ -40,6 +42,7 @@ export async function readQueueStats(admin: AdminContext, queue: string): Promis
     throttledWorkers: mine.length,
     plainWorkers: consumers === undefined ? null : Math.max(0, consumers - mine.length),
     oldestHeldMs: holds.oldestWaitingSince === null ? null : Math.max(0, holds.nowMs - holds.oldestWaitingSince),
+    fairness,
     at: holds.nowMs,
   };
 }

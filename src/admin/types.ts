@@ -1,3 +1,4 @@
+import type { FairShares } from './fairShares';
 import type { AdaptiveLimitReading, AdaptiveThrottleReading } from './adaptiveReading';
 import { KeyPart, KeyValue } from '../declarations/Key';
 import { Limit } from '../declarations/Limit';
@@ -64,6 +65,8 @@ export interface QueueStats {
    * keeps no time at which a delayed or retried job became deliverable.
    */
   oldestHeldMs: number | null;
+  /** How its fairness groups shared its deliveries (the workers' `fairness` option); null without one. */
+  fairness: FairShares | null;
   /** Redis time of the answer (ms). */
   at: number;
 }

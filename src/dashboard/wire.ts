@@ -20,6 +20,13 @@ export interface WireQueue {
   throttledWorkers: number;
   plainWorkers: number | null;
   oldestHeldMs: number | null;
+  /** Fair shares between the queue's groups (the workers' fairness option): its top groups' shares; null without one. */
+  fairness: {
+    key: string;
+    groups: number;
+    delivered: number;
+    top: { key: WireKeyValue[] | null; delivered: number; share: number; weight: number }[];
+  } | null;
   at: number;
 }
 

@@ -210,6 +210,7 @@ export class ThrottleKeys {
       deadlineWhy: `${base}:deadline-why`,
       fairFinish: `${base}:fair-finish`,
       fairWeights: `${base}:fair-weights`,
+      fairDelivered: `${base}:fair-delivered`,
       bullmqJob: (jobId: string) => `${this.bullmqBase(queue)}${jobId}`,
       leasedPause: (bucketId: string) => `${base}:lpaused:${bucketId}`,
       classJobs: (member: string) => `${base}:c:${member}`,
@@ -251,6 +252,8 @@ export interface QueueThrottleKeys {
   readonly fairFinish: string;
   /** HASH group -> weight set at run time (ThrottleAdmin.setFairnessWeight), before the declared ones. */
   readonly fairWeights: string;
+  /** ZSET group -> cost units delivered (queueStats().fairness; its sum is the state's field fd). */
+  readonly fairDelivered: string;
   /** ZSET class -> order of its first job: classes whose own job list may go again (their bucket had room). */
   readonly readyClasses: string;
   /** HASH class -> the bucket id it waits on, for classes waiting on a full bucket. */

@@ -176,6 +176,20 @@ export const METRIC_DEFINITIONS: readonly MetricDefinition[] = [
     samples: (s) => s.queues.map((q) => ({ labels: { queue: q.queue }, value: (q.oldestHeldMs ?? 0) / 1000 })),
   },
   {
+    name: 'bullmq_throttle_queue_fair_groups',
+    help: 'Fairness groups of the queue that had deliveries counted (the workers\' fairness option; absent without one). Each group\'s share is in queueStats, never a label.',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.filter((q) => q.fairness).map((q) => ({ labels: { queue: q.queue }, value: q.fairness!.groups })),
+  },
+  {
+    name: 'bullmq_throttle_queue_fair_top_share',
+    help: 'The largest share of the queue\'s deliveries (cost units) one fairness group had, 0 to 1: against the weights, how far the busiest tenant is ahead.',
+    type: 'gauge',
+    labelNames: ['queue'],
+    samples: (s) => s.queues.filter((q) => q.fairness).map((q) => ({ labels: { queue: q.queue }, value: q.fairness!.top[0]?.share ?? 0 })),
+  },
+  {
     name: 'bullmq_throttle_declaring_workers',
     help: 'Live ThrottledWorkers of the queue declaring the throttle.',
     type: 'gauge',

@@ -1,5 +1,6 @@
 import { Key, mostInAnyWindow, Throttle } from '../../src';
 import { waitFor } from '../support/bullmq';
+import { formatFairShares } from '../../src/cli/commands/stats';
 import { describeEachMode, recordingProcessor, Start, useContractBed } from './contractSuite';
 
 // Fair shares (ThrottledWorker's fairness option, issue 30 item 1): held jobs of several groups take turns in
@@ -47,6 +48,14 @@ describeEachMode('contract: fair shares between groups', (mode) => {
       ...(byWorker ? { attributes: () => ({ seen: true }) } : {}),
     });
     await waitFor(() => starts.length >= 100, 30_000, '100 starts');
+    // What queueStats (and the CLI's stats) say of it: the groups, and the heavy one ahead by its weight.
+    const fair = (await bed().admin.queueStats('weights')).fairness!;
+    expect(fair).toMatchObject({ key: '[Key.data("tenant")]', groups: 2 });
+    expect(fair.top.map((g) => [g.key, g.weight])).toEqual([[['heavy'], 3], [['light'], 1]]);
+    expect(fair.delivered).toBe(fair.top[0].delivered + fair.top[1].delivered);
+    // 60 of the 80 held starts, and none of the first window's 20 (the light jobs came first): 0.6 at 100.
+    expect(fair.top[0].share).toBeGreaterThanOrEqual(0.55);
+    expect(formatFairShares(fair)).toMatch(/^by \[Key\.data\("tenant"\)\], 2 groups: heavy \d+% \(weight 3\), light \d+% of \d+ delivered$/);
     await worker.close();
     // Past the first window (which went before any job was held): 80 held starts.
     const held = firstTenants(starts, 100).slice(20);

@@ -30,6 +30,8 @@ const THROTTLE_METRICS = [
   'bullmq_throttle_queue_held_jobs',
   'bullmq_throttle_queue_waiting_jobs',
   'bullmq_throttle_queue_oldest_waiting_seconds',
+  'bullmq_throttle_queue_fair_groups',
+  'bullmq_throttle_queue_fair_top_share',
   'bullmq_throttle_declaring_workers',
   'bullmq_throttle_queue_plain_workers',
 ];

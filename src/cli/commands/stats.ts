@@ -3,7 +3,8 @@ import { ThrottleAdmin } from '../../admin/ThrottleAdmin';
 import { QueueStats, ThrottleStats } from '../../admin/types';
 import { unlessGone } from '../../admin/unlessGone';
 import { Missing } from '../../declarations/Missing';
-import { fields, formatCount, formatDuration, formatLimits, formatRemaining, plural, table } from '../format';
+import { fields, formatBucketKey, formatCount, formatDuration, formatLimits, formatRemaining, plural, table } from '../format';
+import type { FairShares } from '../../admin/fairShares';
 import { runCommand, toJson } from '../run';
 
 export interface StatsOptions {
@@ -58,6 +59,13 @@ export function formatMissing(missing: Missing): string {
   return missing === Missing.SharedBucket ? 'shared bucket' : 'unthrottled';
 }
 
+/** 'by [Key.data("tenant")], 3 groups: acme 50% (weight 2), bigco 33%, … of 1,200 delivered'. */
+export function formatFairShares(fair: FairShares): string {
+  if (fair.delivered === 0) return `by ${fair.key}: nothing delivered yet`;
+  const top = fair.top.map((g) => `${formatBucketKey(g.key)} ${Math.round(g.share * 100)}%${g.weight !== 1 ? ` (weight ${g.weight})` : ''}`);
+  return `by ${fair.key}, ${plural(fair.groups, 'group')}: ${top.join(', ')}${fair.groups > fair.top.length ? ', …' : ''} of ${formatCount(fair.delivered)} delivered`;
+}
+
 export function formatQueueStats(stats: QueueStats, prefix?: string, states?: readonly (ThrottleStats | null)[]): string {
   const lines = [
     `queue ${stats.queue}${prefix ? `  (prefix ${prefix})` : ''}`,
@@ -66,6 +74,7 @@ export function formatQueueStats(stats: QueueStats, prefix?: string, states?: re
       ['throttled', formatHeld(stats)],
       ['oldest', stats.oldestHeldMs === null ? 'no job waits on a full bucket' : `waiting ${formatDuration(stats.oldestHeldMs)} on a full bucket`],
       ['workers', formatWorkers(stats)],
+      ...(stats.fairness ? [['fairness', formatFairShares(stats.fairness)] as [string, string]] : []),
     ], '  '),
     '',
   ];

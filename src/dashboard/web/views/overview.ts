@@ -1,5 +1,5 @@
 import { fill, h } from '../dom';
-import { formatCount, formatDuration } from '../format';
+import { formatCount, formatDuration, formatKey } from '../format';
 import type { ClientHistory } from '../history';
 import type { WireOverview, WireQueue } from '../../wire';
 import { ThrottleCard } from './throttleCard';
@@ -17,6 +17,14 @@ function releasable(q: WireQueue): boolean {
   return q.throttledWorkers === 0 && q.throttled > 0;
 }
 
+/** ' · fair shares: acme 50% (×2), bigco 33% … of 3 groups', under the bullmq counts; nothing without fairness. */
+function fairShares(q: WireQueue): HTMLElement | null {
+  const fair = q.fairness;
+  if (!fair || fair.delivered === 0) return null;
+  const top = fair.top.slice(0, 3).map((g) => `${formatKey(g.key)} ${Math.round(g.share * 100)}%${g.weight !== 1 ? ` (×${g.weight})` : ''}`);
+  return h('div', { 'data-field': 'fairShares' }, `fair shares by ${fair.key}: ${top.join(', ')}${fair.groups > top.length ? ` … of ${formatCount(fair.groups)} groups` : ''}`);
+}
+
 /** `release`: the queue's release control where writes are on (null where it is not offered), undefined where they are off. */
 function queueRow(q: WireQueue, release: HTMLElement | null | undefined): HTMLElement {
   const counts = ['wait', 'prioritized', 'active', 'delayed', 'completed', 'failed']
@@ -28,7 +36,7 @@ function queueRow(q: WireQueue, release: HTMLElement | null | undefined): HTMLEl
     h('td', { class: 'num', 'data-field': 'heldByFullBuckets' }, formatCount(q.heldByFullBuckets)),
     h('td', { class: 'num', 'data-field': 'oldestHeld' }, q.oldestHeldMs === null ? '—' : formatDuration(q.oldestHeldMs)),
     h('td', {}, `${q.throttledWorkers} throttled${q.plainWorkers ? `, ${q.plainWorkers} plain (unthrottled!)` : ''}`),
-    h('td', { class: 'muted' }, counts || 'no jobs'),
+    h('td', { class: 'muted' }, counts || 'no jobs', fairShares(q)),
     release === undefined ? null : h('td', {}, release));
 }
 
