@@ -9,6 +9,7 @@ import { ThrottleWaitTimeoutError } from '../errors/ThrottleWaitTimeoutError';
 import { CompletionInDoubtError } from '../errors/CompletionInDoubtError';
 import { LateStartError } from '../errors/LateStartError';
 import { StartDeadlineStats } from './lateStarts/startDeadlines';
+import { timedProcessor } from './lateStarts/timedProcessor';
 import { mergeDeclarations } from '../declarations/mergeDeclarations';
 import { Throttle } from '../declarations/Throttle';
 import { LuaScript } from '../lua/scripts';
@@ -193,38 +194,10 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
       emitDrained: () => worker?.emit('drained'),
     });
     const { throttles: _t, attributes: _a, fairness: _f, logger: _l, declarationTtlMs: _d, leaseMs: _h, throttlePrefix: _n, grantor: _g, durableRedis: _r, ...workerOptions } = opts;
-    // A processor function is timed from processedOn to its start (the dispatch delay, in throttleStats), and its run.
-    // The start deadline is checked here, the clock read as the last thing before the processor is called: all that
-    // the check notes waits until the processor returns. A pause of the process there (the OS descheduling it on a
-    // loaded machine, 20-50 ms seen with every core busy) would still start it later than its delivery was counted
-    // for, so a processor that returns from its synchronous start past the deadline has its tokens counted longer.
+    // A processor function checks its start deadline itself, as the last thing before it is called (timedProcessor).
     const timed = typeof processor === 'function'
-      ? (async (job: Job<DataType, ResultType, NameType>, ...rest: unknown[]) => {
-        const costFailure = gate.jobs?.costFailure(job as Job);
-        // bullmq fails an UnrecoverableError at once, whatever attempts are left.
-        if (costFailure) throw new UnrecoverableError(costFailure);
-        const starts = gate.starts;
-        const delivery = starts?.pendingStart(job.id);
-        const startedMs = Date.now();
-        const checkedAt = performance.now();
-        if (delivery && checkedAt > delivery.latestAt) throw new LateStartError(job.id, starts!.refuseStart(delivery, checkedAt).deadlineMs);
-        try {
-          let running: Promise<ResultType>;
-          try {
-            running = (processor as (...args: unknown[]) => Promise<ResultType>)(job, ...rest);
-          } finally {
-            if (delivery) starts!.started(delivery, checkedAt, performance.now());
-          }
-          gate.dispatchDelay.started(job.processedOn, startedMs);
-          return await running;
-        } finally {
-          gate.dispatchDelay.ended(performance.now() - checkedAt);
-        }
-      }) as Processor<DataType, ResultType, NameType>
+      ? timedProcessor(gate, processor as unknown as (job: Job, ...rest: unknown[]) => Promise<ResultType>) as unknown as Processor<DataType, ResultType, NameType>
       : processor;
-    // bullmq gives a processor an AbortSignal (worker.cancelJob, cancelAllJobs) only when it declares a third
-    // parameter (processor.length >= 3): the wrapper declares as many as the user's processor does.
-    if (typeof processor === 'function') Object.defineProperty(timed, 'length', { value: processor.length });
     super(name, timed as Processor<DataType, ResultType, NameType>, { ...workerOptions, autorun: false }, adapter.workerConstructorArg(gate) as undefined);
     adapter.afterConstruct(this, gate);
     quietAfterClose(this);
@@ -283,6 +256,10 @@ export class ThrottledWorker<DataType = any, ResultType = any, NameType extends 
     // Held past its throttle's maxWait: delivered to be failed, never run (no retry: an UnrecoverableError).
     const timedOut = this.gate.waitTimeouts.take(job.id, token);
     if (timedOut !== undefined) return Promise.reject(new ThrottleWaitTimeoutError(job.id, timedOut));
+    // A cost that cannot be counted: it was delivered counting 0 there, and fails without running, whatever
+    // attempts are left (an UnrecoverableError), a processor function or a sandboxed one alike.
+    const costFailure = this.gate.jobs?.costFailure(job as Job);
+    if (costFailure) return Promise.reject(new UnrecoverableError(costFailure));
     // A processor function checks its deadline itself, right before it runs (the wrapper in the constructor).
     if (!this.checksItsOwnStart) {
       const late = this.gate.starts?.lateStart(job.id);

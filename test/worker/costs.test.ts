@@ -55,6 +55,20 @@ describe('costs', () => {
     }
   });
 
+  it('a sandboxed processor (a processor file): a job without a usable cost fails as one with a processor function does, unrun', async () => {
+    const strict = Throttle.named('sandboxed-tokens').cost(Cost.data('tokens')).limit(100, '1m');
+    const queue = bed.queue('sandboxed-costs');
+    bed.worker('sandboxed-costs', join(__dirname, '..', 'support', 'sandboxedRetryAfter.js'), { concurrency: 2, throttles: [strict] });
+    const [missing, fine] = await Promise.all([queue.add('missing', {}, { attempts: 3 }), queue.add('fine', { tokens: 10 }, { attempts: 3 })]);
+    await waitFor(async () => (await queue.getFailedCount()) === 1 && (await queue.getCompletedCount()) === 1, 20_000, 'one failed, one completed');
+    const failed = (await queue.getJob(missing.id!))!;
+    expect({ reason: failed.failedReason, attempts: failed.attemptsMade, returned: failed.returnvalue ?? null }).toEqual({
+      reason: "Throttle 'sandboxed-tokens' counts job.data.tokens for each job, and this job's is missing: it must be a positive whole number. Give the job one, or declare a default: cost(…, { default: 1 }).",
+      attempts: 1, returned: null,
+    });
+    expect((await queue.getJob(fine.id!))!.returnvalue).toHaveProperty('startedAt');
+  });
+
   it('a job without a usable cost, or costing more than a limit lets go, fails at once with the reason and without retries; a default counts instead', async () => {
     const strict = Throttle.named('strict-tokens').cost(Cost.data('tokens')).limit(100, '1m');
     const queue = bed.queue('strict');
