@@ -62,9 +62,11 @@ describe('jobs that wait', () => {
       expect(oldest!).toBeLessThanOrEqual(readBy - waitingBy + 10_000);
     }
 
-    // 4 delivered: 2 at once (at 0), 2 after waiting 300 ms and more.
+    // 4 delivered: 2 at once (at 0), 2 after waiting 300 ms and more; a first one put back for starting late (a busy
+    // machine: a CI run saw it) waited held before it went, and its wait counts as one.
     expect(stats.holdTimes.count).toBe(4);
-    expect(stats.holdTimes.cumulative[0]).toBe(2);
+    expect(stats.holdTimes.cumulative[0]).toBeGreaterThanOrEqual(2 - worker.startDeadline.putBack);
+    expect(stats.holdTimes.cumulative[0]).toBeLessThanOrEqual(2);
     expect(stats.holdTimes.cumulative[stats.holdTimes.cumulative.length - 1]).toBe(4);
     expect(stats.holdTimes.sumMs).toBeGreaterThanOrEqual(600);
 
