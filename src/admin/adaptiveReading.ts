@@ -1,7 +1,7 @@
 import { publishedAdaptive } from '../declarations/Adaptive';
 import type { KeyValue } from '../declarations/Key';
 import { EffectiveThrottle } from '../declarations/mergeDeclarations';
-import { decodeBucket, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { bucketKeyValues, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { Limit } from '../declarations/Limit';
 import { Rate } from '../declarations/Rate';
 import { ThrottleKeys } from '../keys/ThrottleKeys';
@@ -68,8 +68,7 @@ export async function readAdaptiveThrottle(runner: ScriptRunner, keys: ThrottleK
   for (const segment of adapted.latest) {
     const reading = await readAdaptiveLimit(runner, keys, throttle, segment);
     if (!reading || reading.loweredAt === null) continue;
-    const decoded = decodeBucket(segment);
-    lowered.push({ key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, live: reading.live, loweredAt: reading.loweredAt });
+    lowered.push({ key: bucketKeyValues(segment), live: reading.live, loweredAt: reading.loweredAt });
   }
   return {
     target: spec.target, ceiling: published.ceiling, min: published.min, loweredBuckets: adapted.count,

@@ -1,6 +1,6 @@
 import type { FairnessSpec } from '../declarations/Fairness';
 import { describeKey, KeyValue } from '../declarations/Key';
-import { decodeBucket } from '../keys/keyEncoding';
+import { bucketKeyValues } from '../keys/keyEncoding';
 import type { QueueThrottleKeys } from '../keys/ThrottleKeys';
 import type { RedisClient } from '../redis/connection';
 
@@ -44,9 +44,8 @@ export async function readFairShares(client: RedisClient, q: QueueThrottleKeys, 
     delivered,
     top: segments.map((segment, i) => {
       const units = Number(top[2 * i + 1]);
-      const decoded = segment === '~' ? null : decodeBucket(segment);
       return {
-        key: decoded === null || decoded.kind !== 'keyed' ? null : decoded.values,
+        key: bucketKeyValues(segment),
         delivered: units,
         share: delivered > 0 ? units / delivered : 0,
         weight: Number(runTime[i] ?? fairness.weights[segment] ?? 1),

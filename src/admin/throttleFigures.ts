@@ -1,5 +1,5 @@
 import { EffectiveThrottle, longestSpanMs } from '../declarations/mergeDeclarations';
-import { decodeBucket, encodeSegment, UNKEYED_BUCKET } from '../keys/keyEncoding';
+import { bucketKeyValues, encodeSegment, UNKEYED_BUCKET } from '../keys/keyEncoding';
 import { QueueThrottleStatsKeys, ThrottleKeys } from '../keys/ThrottleKeys';
 import { ScriptRunner } from '../lua/scripts';
 import { LimitOverride, overridesInForce } from './limitOverrides';
@@ -84,10 +84,7 @@ export function topBucketsOf(totals: QueueThrottleTotals, top: number): BucketSu
   return [...totals.waitingByBucket]
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)
-    .map(([segment, waiting]) => {
-      const decoded = decodeBucket(segment);
-      return { key: decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null, waiting };
-    });
+    .map(([segment, waiting]) => ({ key: bucketKeyValues(segment), waiting }));
 }
 
 /**

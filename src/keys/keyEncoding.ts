@@ -53,6 +53,12 @@ export function encodeBucket(values: readonly KeyValue[], throttle: string): str
 
 export type DecodedBucket = { kind: 'unkeyed' } | { kind: 'missing' } | { kind: 'keyed'; values: KeyValue[] };
 
+/** A bucket's key values as the stats report them: [] for an unkeyed throttle's one bucket, null for the missing-key one. */
+export function bucketKeyValues(segment: string): KeyValue[] | null {
+  const decoded = decodeBucket(segment);
+  return decoded.kind === 'keyed' ? decoded.values : decoded.kind === 'unkeyed' ? [] : null;
+}
+
 export function decodeBucket(segment: string): DecodedBucket {
   if (segment === UNKEYED_BUCKET) return { kind: 'unkeyed' };
   if (segment === MISSING_KEY_BUCKET) return { kind: 'missing' };
