@@ -44,12 +44,7 @@ end
 -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
 -- inActive: it is at the head of active already.
 function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
-  if held and rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
-    -- Removed while held: no longer counted if forgetRemovedJobs saw it go, else uncounted now.
-    if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
-    run.dropped = run.dropped + 1
-    return false
-  end
+  if held and placeJobs.removedWhileHeld(input, run, jobId) then return false end
   if held then run.heldLeft = run.heldLeft + 1 end
   for i = 1, #buckets do
     -- Loaded by checkBuckets: this finds it in the room source's cache.
@@ -60,6 +55,15 @@ function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
   placeJobs.intoActive(input, run, jobId, inActive, run.limiterMax)
   -- bullmq's limiter took this delivery: once full, nothing more goes.
   if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
+  return true
+end
+
+-- Whether a held job was removed from outside (its hash gone): then it is dropped, no longer counted as held if
+-- forgetRemovedJobs saw it go, else uncounted now.
+function placeJobs.removedWhileHeld(input, run, jobId)
+  if rcall('EXISTS', input.jobPrefix .. jobId) == 1 then return false end
+  if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
+  run.dropped = run.dropped + 1
   return true
 end
 
@@ -105,11 +109,7 @@ function placeJobs.expire(input, run, member, jobId)
   local why = deadlines.reason(input.queueBase, member, jobId, run.nowMs)
   local _, buckets = parseClass(member)
   statsNotes.ended(input.queueBase, member, jobId, buckets, nil)
-  if rcall('EXISTS', input.jobPrefix .. jobId) == 0 then
-    if rcall('SREM', input.removedHeldKey, jobId) == 0 then run.heldLeft = run.heldLeft + 1 end
-    run.dropped = run.dropped + 1
-    return false
-  end
+  if placeJobs.removedWhileHeld(input, run, jobId) then return false end
   run.heldLeft = run.heldLeft + 1
   -- With the slot's lock token: only this delivery fails (a failed job retried later keeps the field).
   rcall('HSET', input.jobPrefix .. jobId, 'thw', run.tokens[run.delivered + 1] .. '|' .. why)
