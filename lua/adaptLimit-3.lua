@@ -23,15 +23,14 @@ local rcall = redis.call
 local nowMs = math.floor(nowUs() / 1000)
 local spec = adaptiveLimit.parse(rcall('HGET', KEYS[2], 'a') or '')
 if not spec then return { nowMs, -1 } end
-local changed, before, after = false, nil, nil
+local changed, before, after, sinceMs = false, nil, nil, nil
 if ARGV[1] == '1' then
-  before, after, changed = adaptiveLimit.decrease(spec, KEYS[1], nowMs)
+  before, after, changed, sinceMs = adaptiveLimit.decrease(spec, KEYS[1], nowMs)
   if changed then adaptiveLimit.noteLowered(spec, KEYS[3], ARGV[2], after, nowMs) end
 else
-  before = adaptiveLimit.live(spec, rcall('GET', KEYS[1]), nowMs)
+  before, sinceMs = adaptiveLimit.live(spec, rcall('GET', KEYS[1]), nowMs)
   after = before
 end
 -- When it was lowered, while it is below its ceiling.
-local stored = after < spec.ceiling and rcall('GET', KEYS[1])
-local sinceMs = stored and tonumber(string.match(stored, '|(%d+)$')) or 0
-return { nowMs, changed and 1 or 0, before, after, spec.ceiling, spec.min, sinceMs }
+if after >= spec.ceiling then sinceMs = nil end
+return { nowMs, changed and 1 or 0, before, after, spec.ceiling, spec.min, sinceMs or 0 }

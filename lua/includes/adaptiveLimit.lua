@@ -11,7 +11,7 @@
                                    lowered now, for throttleStats
   The live limit at nowMs is min(ceiling, live + increase * floor((nowMs - sinceMs) / periodMs)): each whole
   period without a decrease adds increase, worked out when read (nothing is written to raise it); no key,
-  the ceiling. A decrease (lua/adaptLimit-2.lua) sets it to floor(live at nowMs * decrease), at least min, at
+  the ceiling. A decrease (lua/adaptLimit-3.lua) sets it to floor(live at nowMs * decrease), at least min, at
   most once a period: the 429s within a period of a decrease answer deliveries granted before it.
 
   Invariant: every grant is held to the live limit at its moment. A window counts each delivery whatever its
@@ -39,29 +39,27 @@ function adaptiveLimit.key(throttleBase, bucket)
   return throttleBase .. ':b:' .. bucket .. ':a'
 end
 
--- The live limit at nowMs from a bucket's stored "<live>|<sinceMs>" (nil: none kept, the ceiling).
+-- The live limit at nowMs from a bucket's stored "<live>|<sinceMs>" (nil: none kept, the ceiling), and sinceMs
+-- (nil with none).
 function adaptiveLimit.live(spec, stored, nowMs)
-  if not stored then return spec.ceiling end
+  if not stored then return spec.ceiling, nil end
   local live, sinceMs = string.match(stored, '^(%d+)|(%d+)$')
-  if not live then return spec.ceiling end
-  local steps = math.floor(math.max(0, nowMs - tonumber(sinceMs)) / spec.periodMs)
-  return math.max(spec.min, math.min(spec.ceiling, tonumber(live) + spec.increase * steps))
+  if not live then return spec.ceiling, nil end
+  sinceMs = tonumber(sinceMs)
+  local steps = math.floor(math.max(0, nowMs - sinceMs) / spec.periodMs)
+  return math.max(spec.min, math.min(spec.ceiling, tonumber(live) + spec.increase * steps)), sinceMs
 end
 
--- A decrease at nowMs of the bucket's limit kept at key: returns the live limit before and after, and whether
--- it changed (false within a period of the last decrease).
+-- A decrease at nowMs of the bucket's limit kept at key: returns the live limit before and after, whether it
+-- changed (false within a period of the last decrease), and when it was last lowered (nil: never kept).
 function adaptiveLimit.decrease(spec, key, nowMs)
-  local stored = rcall('GET', key)
-  local before = adaptiveLimit.live(spec, stored, nowMs)
-  if stored then
-    local sinceMs = tonumber(string.match(stored, '|(%d+)$'))
-    if sinceMs and nowMs - sinceMs < spec.periodMs then return before, before, false end
-  end
+  local before, sinceMs = adaptiveLimit.live(spec, rcall('GET', key), nowMs)
+  if sinceMs and nowMs - sinceMs < spec.periodMs then return before, before, false, sinceMs end
   local after = math.max(spec.min, math.floor(before * spec.decrease))
   -- Kept until raised back to the ceiling (and a period more: the step that reaches it).
   local steps = math.ceil((spec.ceiling - after) / spec.increase) + 1
   rcall('SET', key, after .. '|' .. nowMs, 'PX', steps * spec.periodMs)
-  return before, after, true
+  return before, after, true, nowMs
 end
 
 -- Notes a bucket lowered to `after` at nowMs in the throttle's index of lowered buckets (a ZSET, segment -> the
@@ -78,7 +76,7 @@ end
 -- buckets). limits.adaptive is the parsed field a; nowUs the run's clock.
 function adaptiveLimit.applied(limits, bucket, nowUs)
   local spec = limits.adaptive
-  local live = adaptiveLimit.live(spec, rcall('GET', adaptiveLimit.key(limits.base, bucket.bucket)), math.floor(nowUs / 1000))
+  local live = (adaptiveLimit.live(spec, rcall('GET', adaptiveLimit.key(limits.base, bucket.bucket)), math.floor(nowUs / 1000)))
   if live >= spec.ceiling then return limits end
   local own = {}
   for name, value in pairs(limits) do
