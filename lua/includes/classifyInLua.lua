@@ -116,15 +116,16 @@ local function jobCost(throttle, data)
   return cost
 end
 
--- A job's fairness group (its key values' segment as a bucket's, '~' when missing), or DEFER.
-local function fairGroup(parts, name, data)
-  local segments = {}
+-- The segment of a key of several parts (their values' segments joined, as encodeBucket does), nil when a value is
+-- missing, or DEFER.
+local function keySegment(parts, name, data)
+  local segments, missing = {}, false
   for i, part in ipairs(parts) do
     local segment = keyPartSegment(part, name, data)
     if segment == DEFER then return DEFER end
-    if segment == nil then return '~' end
-    segments[i] = segment
+    if segment == nil then missing = true else segments[i] = segment end
   end
+  if missing then return nil end
   return table.concat(segments, ',')
 end
 
@@ -164,13 +165,8 @@ function classifyInLua(spec, name, dataText)
       bucket = keyPartSegment(keyParts[1], name, data)
       if bucket == DEFER then return nil end
     else
-      local segments, missing = {}, false
-      for i, part in ipairs(keyParts) do
-        local segment = keyPartSegment(part, name, data)
-        if segment == DEFER then return nil end
-        if segment == nil then missing = true else segments[i] = segment end
-      end
-      if not missing then bucket = table.concat(segments, ',') end
+      bucket = keySegment(keyParts, name, data)
+      if bucket == DEFER then return nil end
     end
     if keyParts ~= nil and bucket == nil and not throttle.u then bucket = '~' end
     if bucket then
@@ -187,9 +183,10 @@ function classifyInLua(spec, name, dataText)
     end
   end
   if spec.fair then
-    local group = fairGroup(spec.fair.f, name, data)
+    -- A job missing the fairness key is of the group '~'.
+    local group = keySegment(spec.fair.f, name, data)
     if group == DEFER then return nil end
-    return buckets, group
+    return buckets, group or '~'
   end
   return buckets
 end
