@@ -178,8 +178,7 @@ function freshJobs.place(input, run, job)
   if not blockedOn then
     fits, bucketsOrFull, fullAtUs = placeJobs.checkBuckets(run, job.buckets)
     if fits == true then
-      placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active')
-      fairness.delivered(run.fair, job.order, ORDER_SPAN, fairness.costOf(job.buckets), job.group)
+      placeJobs.deliver(input, run, job.id, bucketsOrFull, false, job.from == 'active', job.order, job.group)
       return
     end
   end

@@ -13,6 +13,8 @@
 --- @include "intArg"
 --- @include "schedulerKeys"
 --- @include "throttleStatsNotes"
+--- @include "jobOrder"
+--- @include "fairness"
 
 local placeJobs = {}
 
@@ -42,8 +44,9 @@ function placeJobs.checkClass(run, member)
 end
 
 -- held: the job was counted as held (it comes from ready-jobs or a class), not straight from wait;
--- inActive: it is at the head of active already.
-function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
+-- inActive: it is at the head of active already. order: its place in line (nil: it went at once, none given);
+-- group: its fairness group when known (a fresh job's), else read from its fields (includes/fairness).
+function placeJobs.deliver(input, run, jobId, buckets, held, inActive, order, group)
   if held and placeJobs.removedWhileHeld(input, run, jobId) then return false end
   if held then run.heldLeft = run.heldLeft + 1 end
   for i = 1, #buckets do
@@ -53,6 +56,7 @@ function placeJobs.deliver(input, run, jobId, buckets, held, inActive)
   end
   roomTicketing.delivered(jobId)
   placeJobs.intoActive(input, run, jobId, inActive, run.limiterMax)
+  if run.fair then fairness.delivered(run.fair, order, ORDER_SPAN, fairness.costOf(buckets), group, run.reply[run.REPLY_HEAD + 2 * run.delivered]) end
   -- bullmq's limiter took this delivery: once full, nothing more goes.
   if run.limiterMax then run.rateLimitMs = getRateLimitTTL(run.limiterMax, input.limiterKey) end
   return true

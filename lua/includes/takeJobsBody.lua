@@ -140,8 +140,8 @@ local function takeJobs(input)
           placeJobs.file(input, run, member, jobId, order)
           placeJobs.wait(input, run, member, order, bucketsOrFull, fullAtUs, jobId)
           budget = budget - 1
-        elseif placeJobs.deliver(input, run, jobId, bucketsOrFull, true) then
-          fairness.delivered(run.fair, order, ORDER_SPAN, fairness.costOf(bucketsOrFull), nil, run.reply[run.REPLY_HEAD + 2 * run.delivered])
+        else
+          placeJobs.deliver(input, run, jobId, bucketsOrFull, true, false, order)
         end
       end
     else
@@ -164,9 +164,8 @@ local function takeJobs(input)
       else
         local popped = rcall('ZPOPMIN', classKey)
         if #popped > 0 then
-          local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true)
+          local went = placeJobs.deliver(input, run, popped[1], bucketsOrFull, true, false, tonumber(popped[2]))
           statsNotes.ended(input.queueBase, member, popped[1], bucketsOrFull, went and nowMs)
-          if went then fairness.delivered(run.fair, tonumber(popped[2]), ORDER_SPAN, fairness.costOf(bucketsOrFull), nil, run.reply[run.REPLY_HEAD + 2 * run.delivered]) end
         end
         local head = rcall('ZRANGE', classKey, 0, 0, 'WITHSCORES')
         if #head == 0 then
